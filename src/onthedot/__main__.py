@@ -1,0 +1,3 @@
+from onthedot.cli import main
+
+main()

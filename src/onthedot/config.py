@@ -1,0 +1,96 @@
+"""Database URLs: which backend, and where. Nothing here touches the database."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+from onthedot.domain.errors import ConfigurationError
+
+DEFAULT_DATABASE_URL = "sqlite:///onthedot.db"
+ENV_DATABASE_URL = "ONTHEDOT_DATABASE_URL"
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseConfig:
+    backend: str  # "sqlite" | "postgresql"
+    url: str
+    path: str | None = None  # sqlite: file path or ":memory:"
+    options: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def display(self) -> str:
+        """The URL with any password hidden, for messages and logs."""
+        parts = urlsplit(self.url)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+            return parts._replace(netloc=netloc).geturl()
+        return self.url
+
+
+def resolve_database_url(url: str | None) -> str:
+    """Explicit URL, else $ONTHEDOT_DATABASE_URL, else the SQLite file in the current directory."""
+    return url or os.environ.get(ENV_DATABASE_URL) or DEFAULT_DATABASE_URL
+
+
+def parse_database_url(url: str) -> DatabaseConfig:
+    """Parse a database URL; raise ConfigurationError naming what is wrong."""
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigurationError(
+            "database URL is empty: use sqlite:///path/to/file.db or postgresql://user@host/db"
+        )
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep:
+        raise ConfigurationError(
+            f"malformed database URL {url!r}: expected scheme://..., "
+            "e.g. sqlite:///onthedot.db or postgresql://user@localhost/db"
+        )
+    if scheme == "sqlite":
+        return _parse_sqlite(url, rest)
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return _parse_postgres(url, scheme)
+    raise ConfigurationError(
+        f"unsupported database URL scheme {scheme!r} in {url!r}: use sqlite:/// or postgresql://"
+    )
+
+
+def _parse_sqlite(url: str, rest: str) -> DatabaseConfig:
+    # sqlite:///relative.db -> rest "/relative.db"; sqlite:////abs/path.db -> "//abs/path.db"
+    path_part, _, query = rest.partition("?")
+    if not path_part.startswith("/"):
+        raise ConfigurationError(
+            f"malformed SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute/path.db"
+        )
+    path = path_part[1:]
+    if not path:
+        raise ConfigurationError(f"SQLite URL {url!r} names no file: use sqlite:///onthedot.db")
+    options = tuple(parse_qsl(query))
+    allowed = {"synchronous", "busy_timeout"}
+    for key, _ in options:
+        if key not in allowed:
+            raise ConfigurationError(
+                f"unknown SQLite URL option {key!r} in {url!r}: allowed are {sorted(allowed)}"
+            )
+    if path != ":memory:":
+        path = str(Path(path))
+    return DatabaseConfig(backend="sqlite", url=url, path=path, options=options)
+
+
+def _parse_postgres(url: str, scheme: str) -> DatabaseConfig:
+    from psycopg.conninfo import conninfo_to_dict
+
+    normalized = "postgresql://" + url.split("://", 1)[1] if scheme != "postgresql" else url
+    try:
+        parts = urlsplit(normalized)
+        _ = parts.port  # raises ValueError on a non-numeric port
+        conninfo_to_dict(normalized)
+    except Exception as exc:  # psycopg.ProgrammingError or ValueError
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigurationError(
+            f"malformed PostgreSQL URL {url!r}: {detail}; expected postgresql://user@host:5432/db"
+        ) from None
+    return DatabaseConfig(backend="postgresql", url=normalized)

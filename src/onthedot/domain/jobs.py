@@ -1,0 +1,180 @@
+"""Jobs: states, the rows the storage hands out, and the outcomes a worker reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"  # includes jobs delayed to a future run_at
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+ACTIVE_STATES = frozenset({JobState.QUEUED, JobState.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job about to be enqueued. `args`/`kwargs` are already validated JSON values."""
+
+    name: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    queue: str = "default"
+    priority: int = 0
+    run_at: datetime | None = None  # None: as soon as possible (the database clock's now)
+    max_attempts: int = 3
+    timeout: float | None = None  # seconds
+    unique_key: str | None = None
+    schedule_key: str | None = None
+    slot: datetime | None = None
+    lock_key: str | None = None  # at most one running job per lock key
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job a worker claimed: state `running`, leased to that worker."""
+
+    id: int
+    name: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    queue: str
+    attempt: int  # 1 for the first run
+    max_attempts: int
+    timeout: float | None
+    schedule_key: str | None
+    slot: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as shown to users (API, CLI, UI)."""
+
+    id: int
+    name: str
+    queue: str
+    state: JobState
+    priority: int
+    args: list[Any]
+    kwargs: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    timeout: float | None = None
+    unique_key: str | None = None
+    schedule_key: str | None = None
+    slot: datetime | None = None
+    worker_id: str | None = None
+    result: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    cancel_requested: bool = False
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object shown by `jobs list --json` and the web UI."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "queue": self.queue,
+            "state": str(self.state),
+            "priority": self.priority,
+            "args": self.args,
+            "kwargs": self.kwargs,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "run_at": iso(self.run_at),
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "timeout": self.timeout,
+            "unique_key": self.unique_key,
+            "schedule_key": self.schedule_key,
+            "slot": iso(self.slot),
+            "worker_id": self.worker_id,
+            "result": self.result,
+            "error": self.error,
+            "traceback": self.traceback,
+            "cancel_requested": self.cancel_requested,
+            "errors": self.errors,
+        }
+
+
+class OutcomeKind(StrEnum):
+    SUCCEEDED = "succeeded"
+    RETRY = "retry"  # failed this attempt, runs again at `retry_at`
+    FAILED = "failed"  # failed for good
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one execution of a claimed job came to; the worker persists it in batches."""
+
+    job_id: int
+    kind: OutcomeKind
+    result: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    retry_in: float | None = None  # seconds from the database clock's now, for RETRY
+    attempt: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    state: JobState | None = None
+    queue: str | None = None
+    name: str | None = None
+    schedule_key: str | None = None
+    search: str | None = None  # substring of arguments or error
+    before_id: int | None = None  # keyset pagination: ids strictly below this one
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    queue: str
+    queued: int
+    running: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    ready: int  # queued jobs whose run_at has come
+    oldest_ready_age: float | None  # seconds
+    paused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "queued": self.queued,
+            "running": self.running,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "ready": self.ready,
+            "oldest_ready_age": self.oldest_ready_age,
+            "paused": self.paused,
+        }
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC ISO-8601 with a `Z`, second precision unless the value carries microseconds."""
+    if value is None:
+        return None
+    text = value.astimezone(UTC).isoformat()
+    return text.replace("+00:00", "Z")

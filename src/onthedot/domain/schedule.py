@@ -1,0 +1,299 @@
+"""A schedule's definition, validated: what to enqueue, when, and under which policies."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from onthedot.domain.durations import format_duration, parse_duration
+from onthedot.domain.specs import Spec, SpecError, fingerprint, load_timezone, parse_spec
+
+CATCHUP_POLICIES = ("latest", "all", "none")
+OVERLAP_POLICIES = ("allow", "skip", "serialize")
+COMMAND_JOB = "onthedot.command"
+MAX_KEY_LENGTH = 200
+DEFAULT_MAX_PER_TICK = 100
+DEFAULT_GRACE = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    key: str
+    message: str
+    level: str = "error"  # "error" | "warning"
+
+    def __str__(self) -> str:
+        return f"{self.level}: schedule {self.key!r}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDef:
+    """A valid schedule. `job` is a registered job name; command schedules use COMMAND_JOB."""
+
+    key: str
+    spec: Spec
+    tz: ZoneInfo
+    job: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    source: str = "code"
+    catchup: str = "latest"
+    catchup_window: timedelta = timedelta(hours=24)
+    overlap: str = "allow"
+    jitter: timedelta | None = None
+    queue: str | None = None
+    priority: int | None = None
+    grace: timedelta = DEFAULT_GRACE
+    max_per_tick: int = DEFAULT_MAX_PER_TICK
+
+    @property
+    def timezone(self) -> str:
+        return self.tz.key
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.spec, self.tz)
+
+    def definition_json(self) -> dict[str, Any]:
+        """Everything but the timing, as stored for runtime schedules and hashed for deploys."""
+        return {
+            "job": self.job,
+            "args": list(self.args),
+            "kwargs": self.kwargs,
+            "catchup": self.catchup,
+            "catchup_window": format_duration(self.catchup_window),
+            "overlap": self.overlap,
+            "jitter": None if self.jitter is None else format_duration(self.jitter),
+            "queue": self.queue,
+            "priority": self.priority,
+            "grace": format_duration(self.grace),
+            "max_per_tick": self.max_per_tick,
+        }
+
+    def describe(self) -> str:
+        return self.spec.describe()
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """A schedule as written by the user, before validation (so every problem can be reported
+    at once)."""
+
+    key: str
+    spec: Any
+    job: Any
+    args: Any = None
+    kwargs: Any = None
+    timezone: Any = "UTC"
+    catchup: Any = "latest"
+    catchup_window: Any = "24h"
+    overlap: Any = "allow"
+    jitter: Any = None
+    queue: Any = None
+    priority: Any = None
+    grace: Any = "60s"
+    max_per_tick: Any = DEFAULT_MAX_PER_TICK
+    command: Any = None
+    shell: bool = False
+    command_timeout: Any = None
+    source: str = "code"
+
+
+def command_key(command: str | list[str]) -> str:
+    """A stable key for a command schedule: readable prefix plus a digest of the whole command,
+    so two long commands sharing a prefix never collide and the key never needs truncation."""
+    text = command if isinstance(command, str) else json.dumps(command)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    words = "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:48].strip("-")
+    return f"command:{words}:{digest}"
+
+
+def validate(decl: Declaration, jobs: dict[str, Any]) -> tuple[ScheduleDef | None, list[Problem]]:
+    """Check one declaration against the registered jobs. Returns the definition (None when
+    any error was found) and every problem found."""
+    problems: list[Problem] = []
+    key = decl.key
+
+    def err(message: str) -> None:
+        problems.append(Problem(key, message))
+
+    if not isinstance(key, str) or not key.strip():
+        err("key must be a non-empty string")
+    elif len(key) > MAX_KEY_LENGTH:
+        err(f"key is {len(key)} characters, over the limit of {MAX_KEY_LENGTH}")
+
+    spec: Spec | None = None
+    try:
+        spec = parse_spec(decl.spec)
+    except SpecError as exc:
+        err(str(exc))
+    tz: ZoneInfo | None = None
+    try:
+        tz = load_timezone(decl.timezone)
+    except SpecError as exc:
+        err(str(exc))
+
+    job_name, args, kwargs = _job_and_arguments(decl, jobs, err)
+
+    catchup = decl.catchup
+    if catchup not in CATCHUP_POLICIES:
+        err(f"catchup {catchup!r} is not one of {', '.join(CATCHUP_POLICIES)}")
+    overlap = decl.overlap
+    if overlap not in OVERLAP_POLICIES:
+        err(f"overlap {overlap!r} is not one of {', '.join(OVERLAP_POLICIES)}")
+    window = _duration(decl.catchup_window, "catchup_window", err, allow_zero=True)
+    if window is not None and window == timedelta(0) and catchup != "none":
+        err("catchup_window can be zero only with catchup='none'")
+    grace = _duration(decl.grace, "grace", err, allow_zero=True)
+    jitter = None
+    if decl.jitter is not None:
+        jitter = _duration(decl.jitter, "jitter", err, allow_zero=False)
+        if jitter is not None and spec is not None and jitter >= spec.min_period():
+            err(
+                f"jitter {format_duration(jitter)} is not shorter than the period "
+                f"({format_duration(spec.min_period())}): use a smaller jitter"
+            )
+    if decl.queue is not None and (not isinstance(decl.queue, str) or not decl.queue):
+        err(f"queue {decl.queue!r} must be a non-empty string")
+    if decl.priority is not None and (
+        isinstance(decl.priority, bool) or not isinstance(decl.priority, int)
+    ):
+        err(f"priority {decl.priority!r} must be an int")
+    max_per_tick = decl.max_per_tick
+    if isinstance(max_per_tick, bool) or not isinstance(max_per_tick, int) or max_per_tick < 1:
+        err(f"max_per_tick {max_per_tick!r} must be a positive int")
+
+    if spec is not None and tz is not None and not problems:
+        probe = spec.next_after(_EPOCH_PROBE, tz)
+        if probe is None:
+            problems.append(Problem(key, f"spec {spec.canonical()!r} never fires", "warning"))
+    if any(p.level == "error" for p in problems):
+        return None, problems
+    assert spec is not None and tz is not None and job_name is not None
+    assert window is not None and grace is not None
+    return (
+        ScheduleDef(
+            key=key,
+            spec=spec,
+            tz=tz,
+            job=job_name,
+            args=tuple(args),
+            kwargs=kwargs,
+            source=decl.source,
+            catchup=catchup,
+            catchup_window=window,
+            overlap=overlap,
+            jitter=jitter,
+            queue=decl.queue,
+            priority=decl.priority,
+            grace=grace,
+            max_per_tick=max_per_tick,
+        ),
+        problems,
+    )
+
+
+def _job_and_arguments(
+    decl: Declaration, jobs: dict[str, Any], err: Any
+) -> tuple[str | None, list[Any], dict[str, Any]]:
+    args = [] if decl.args is None else decl.args
+    kwargs = {} if decl.kwargs is None else decl.kwargs
+    if not isinstance(args, list | tuple):
+        err(f"args must be a list, got {type(args).__name__}")
+        args = []
+    if not isinstance(kwargs, dict):
+        err(f"kwargs must be a dict, got {type(kwargs).__name__}")
+        kwargs = {}
+    if decl.command is not None:
+        if decl.job is not None:
+            err("give either a job or a command, not both")
+            return None, [], {}
+        command = decl.command
+        if isinstance(command, str):
+            if not command.strip():
+                err("command is empty")
+        elif not (
+            isinstance(command, list | tuple)
+            and command
+            and all(isinstance(c, str) for c in command)
+        ):
+            err("command must be a string or a non-empty list of strings")
+        timeout = None
+        if decl.command_timeout is not None:
+            t = _duration(decl.command_timeout, "command_timeout", err, allow_zero=False)
+            timeout = None if t is None else t.total_seconds()
+        cmd = command if isinstance(command, str) else list(command)
+        return COMMAND_JOB, [cmd], {"shell": bool(decl.shell), "timeout": timeout}
+    job = decl.job
+    name = job if isinstance(job, str) else getattr(job, "name", None)
+    if not isinstance(name, str):
+        err(f"job must be a registered job or its name, got {job!r}")
+        return None, [], {}
+    jf = jobs.get(name)
+    if jf is None:
+        err(f"unknown job {name!r}: register it with @app.job")
+        return name, list(args), dict(kwargs)
+    try:
+        jf.check_arguments(list(args), dict(kwargs))
+    except (TypeError, ValueError) as exc:
+        err(str(exc))
+    return name, list(args), dict(kwargs)
+
+
+def _duration(value: Any, what: str, err: Any, *, allow_zero: bool) -> timedelta | None:
+    try:
+        return parse_duration(value, what=what, allow_zero=allow_zero)
+    except SpecError as exc:
+        err(str(exc))
+        return None
+
+
+def definition_to_declaration(
+    key: str, spec: str, timezone: str, data: dict[str, Any]
+) -> Declaration:
+    """Rebuild the declaration of a runtime schedule from its stored definition."""
+    job = data.get("job")
+    command = None
+    kwargs = data.get("kwargs") or {}
+    args = data.get("args") or []
+    shell = False
+    command_timeout = None
+    if job == COMMAND_JOB:
+        job = None
+        command = args[0] if args else None
+        shell = bool(kwargs.get("shell"))
+        command_timeout = kwargs.get("timeout")
+        args, kwargs = [], {}
+    return Declaration(
+        key=key,
+        spec=spec,
+        job=job,
+        args=args,
+        kwargs=kwargs,
+        timezone=timezone,
+        catchup=data.get("catchup", "latest"),
+        catchup_window=data.get("catchup_window", "24h"),
+        overlap=data.get("overlap", "allow"),
+        jitter=data.get("jitter"),
+        queue=data.get("queue"),
+        priority=data.get("priority"),
+        grace=data.get("grace", "60s"),
+        max_per_tick=data.get("max_per_tick", DEFAULT_MAX_PER_TICK),
+        command=command,
+        shell=shell,
+        command_timeout=command_timeout,
+        source="dynamic",
+    )
+
+
+def _epoch_probe() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2000, 1, 1, tzinfo=UTC)
+
+
+_EPOCH_PROBE = _epoch_probe()

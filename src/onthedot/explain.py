@@ -1,0 +1,117 @@
+"""`schedules explain`: why a schedule did or did not fire, in plain words."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.jobs import iso
+
+if TYPE_CHECKING:
+    from onthedot.app import App
+
+
+def explain(app: App, key: str) -> str:
+    registry = app.schedules
+    storage = app.storage
+    now = app.clock.fixed_now() or storage.db_now()
+    declared = registry.declared()
+    row = storage.get_schedule_row(key)
+    sched = declared.get(key)
+    if row is not None and row.source == "dynamic":
+        sched = registry.definition_for(row)
+    if row is None and sched is None:
+        raise ScheduleError(f"no schedule with key {key!r} in the code or the database")
+
+    lines = [f"schedule {key!r}"]
+    reasons: list[str] = []
+    if sched is not None:
+        lines.append(
+            f"  spec:        {sched.spec.canonical()} ({sched.describe()}), "
+            f"time zone {sched.timezone}"
+        )
+        lines.append(f"  job:         {sched.job} args={list(sched.args)} kwargs={sched.kwargs}")
+        lines.append(
+            f"  policies:    catchup={sched.catchup} window={sched.catchup_window} "
+            f"overlap={sched.overlap} jitter={sched.jitter}"
+        )
+    elif row is not None and row.source == "code":
+        lines.append("  definition:  not declared by this code")
+        reasons.append("the code no longer declares it, so it does not fire")
+    elif row is not None:
+        problems = "; ".join(p.message for p in registry.dynamic_problems(row))
+        lines.append(f"  definition:  INVALID runtime schedule: {problems}")
+        reasons.append(f"its stored definition is invalid here ({problems})")
+
+    if row is None:
+        lines.append("  ledger:      no row yet (no worker has started with this code)")
+        reasons.append("no worker running the scheduler has seen it yet; start a worker")
+    else:
+        match = sched is not None and row.fingerprint == sched.fingerprint
+        lines.append(f"  source:      {row.source}")
+        lines.append(f"  cursor:      {iso(row.cursor)} (last slot handled or timing start)")
+        lines.append(
+            f"  fingerprint: {row.fingerprint} "
+            f"({'matches the code' if match else 'DIFFERS from this code'})"
+        )
+        if sched is not None and not match:
+            reasons.append(
+                "the ledger holds another timing (a different code version wrote it); "
+                "the next tick restarts it at that moment"
+            )
+        lines.append(f"  next due:    {iso(row.next_due_at) or '-'}")
+        lines.append(
+            f"  last slot:   {iso(row.last_slot) or '-'} ({row.last_outcome or '-'}, "
+            f"job {row.last_job_id or '-'})"
+        )
+        lines.append(
+            f"  missed:      {row.missed_total} total"
+            + (
+                f", last {iso(row.last_missed_from)} .. {iso(row.last_missed_to)}"
+                if row.last_missed_from
+                else ""
+            )
+        )
+        lines.append(f"  coalesced:   {row.coalesced_total} total")
+        if row.repaired_reason:
+            lines.append(f"  last repair: {row.repaired_reason}")
+        if row.removed_at is not None:
+            lines.append(f"  removed:     {iso(row.removed_at)}")
+            reasons.append("it was removed from code; its row is kept for the retention period")
+        if row.paused:
+            until = f" until {iso(row.paused_until)}" if row.paused_until else ""
+            lines.append(
+                f"  paused:      yes{until} by {row.paused_by or '?'}"
+                + (f": {row.pause_note}" if row.pause_note else "")
+            )
+            reasons.append(f"it is paused{until}; slots in the pause are counted as missed")
+        else:
+            lines.append("  paused:      no")
+        active = storage.active_job_count(key)
+        lines.append(f"  active jobs: {active} queued or running")
+        if sched is not None and sched.overlap == "skip" and active:
+            reasons.append("overlap=skip and a job of it is still queued or running")
+
+    if sched is not None:
+        t = now if row is None or row.cursor < now else row.cursor
+        nexts = []
+        for _ in range(5):
+            n = sched.spec.next_after(t, sched.tz)
+            if n is None:
+                break
+            nexts.append(iso(n) or "")
+            t = n
+        lines.append(f"  next slots:  {', '.join(nexts) or 'none (the spec never fires again)'}")
+        if not nexts:
+            reasons.append("the spec has no future slot")
+
+    history = storage.slot_history(key, limit=5)
+    if history:
+        lines.append("  recent slots:")
+        for r in history:
+            job = f" job {r.job_id} ({r.job_state})" if r.job_id else ""
+            lines.append(f"    {iso(r.slot)}  {r.outcome}{job}")
+    if not reasons:
+        reasons.append("nothing holds it back: it fires at its next slot")
+    lines.append("verdict: " + "; ".join(reasons))
+    return "\n".join(lines)

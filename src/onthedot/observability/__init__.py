@@ -1,0 +1,1 @@
+"""Typed events the core emits; logging and metrics subscribe to them."""

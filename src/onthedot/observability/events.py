@@ -1,0 +1,254 @@
+"""Typed events. The core emits them; subscribers (logging, metrics, user code) react.
+
+Emitting costs almost nothing when nobody listens to an event type: `bus.wants(Type)` is a
+dict lookup, checked before an event object is even built on hot paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, TypeVar
+
+log = logging.getLogger("onthedot.events")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event. `level` is the logging level of its line."""
+
+    level = logging.INFO
+
+    @property
+    def name(self) -> str:
+        return _snake(type(self).__name__)
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# -- jobs -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class JobEnqueued(Event):
+    job_id: int
+    job: str
+    queue: str
+    level = logging.DEBUG
+
+
+@dataclass(frozen=True, slots=True)
+class JobStarted(Event):
+    job_id: int
+    job: str
+    attempt: int
+    worker_id: str
+    level = logging.DEBUG
+
+
+@dataclass(frozen=True, slots=True)
+class JobSucceeded(Event):
+    job_id: int
+    job: str
+    attempt: int
+    duration: float
+    level = logging.DEBUG
+
+
+@dataclass(frozen=True, slots=True)
+class JobRetried(Event):
+    job_id: int
+    job: str
+    attempt: int
+    error: str
+    retry_in: float
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class JobFailed(Event):
+    job_id: int
+    job: str
+    attempt: int
+    error: str
+    level = logging.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class JobCancelled(Event):
+    job_id: int
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRescued(Event):
+    job_id: int
+    job: str
+    attempt: int
+    requeued: bool
+    level = logging.WARNING
+
+
+# -- workers ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class WorkerStarted(Event):
+    worker_id: str
+    queues: str
+    concurrency: int
+    scheduler: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerStopped(Event):
+    worker_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseError(Event):
+    where: str
+    error: str
+    retry_in: float
+    level = logging.ERROR
+
+
+# -- schedules ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SlotEnqueued(Event):
+    key: str
+    slot: datetime
+    job_id: int | None
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSkipped(Event):
+    key: str
+    slot: datetime
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SlotsMissed(Event):
+    key: str
+    count: int
+    first: datetime | None
+    last: datetime | None
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class SlotsCoalesced(Event):
+    key: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRepaired(Event):
+    key: str
+    reason: str
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleChanged(Event):
+    """An operator or API action: created, updated, deleted, paused, resumed, skipped,
+    unskipped, triggered, backfilled, reset."""
+
+    key: str
+    action: str
+    actor: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerFenced(Event):
+    worker_id: str
+    generation: int
+    fenced: bool
+
+
+E = TypeVar("E", bound=Event)
+Subscriber = Callable[[Any], None]
+
+
+class EventBus:
+    """Synchronous fan-out. A subscriber that raises is logged and never breaks the emitter."""
+
+    def __init__(self) -> None:
+        self._subs: dict[type[Event], list[Subscriber]] = {}
+        self._all: list[Subscriber] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, fn: Subscriber, *types: type[Event]) -> Callable[[], None]:
+        """Call `fn(event)` for events of `types` (all events when none given). Returns an
+        unsubscribe function."""
+        with self._lock:
+            if types:
+                for t in types:
+                    self._subs.setdefault(t, []).append(fn)
+            else:
+                self._all.append(fn)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                for t in types:
+                    if fn in self._subs.get(t, []):
+                        self._subs[t].remove(fn)
+                if not types and fn in self._all:
+                    self._all.remove(fn)
+
+        return unsubscribe
+
+    def wants(self, event_type: type[Event]) -> bool:
+        if self._subs.get(event_type):
+            return True
+        for fn in self._all:
+            accepts = getattr(fn, "accepts", None)
+            if accepts is None or accepts(event_type):
+                return True
+        return False
+
+    def emit(self, event: Event) -> None:
+        for fn in (*self._subs.get(type(event), ()), *self._all):
+            accepts = getattr(fn, "accepts", None)
+            if accepts is not None and not accepts(type(event)):
+                continue
+            try:
+                fn(event)
+            except Exception:  # a broken subscriber must never break a worker
+                log.exception("event subscriber %r failed on %s", fn, event.name)
+
+
+class LoggingSubscriber:
+    """Writes one structured line per event: `event=name key=value ...`."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self.logger = logger or logging.getLogger("onthedot")
+
+    def accepts(self, event_type: type[Event]) -> bool:
+        return self.logger.isEnabledFor(event_type.level)
+
+    def __call__(self, event: Event) -> None:
+        parts = [f"event={event.name}"]
+        for key, value in event.fields().items():
+            if isinstance(value, datetime):
+                value = value.isoformat().replace("+00:00", "Z")
+            text = str(value)
+            if not text or any(c in text for c in ' "=\n'):
+                text = (
+                    '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+                )
+            parts.append(f"{key}={text}")
+        self.logger.log(event.level, " ".join(parts))
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)

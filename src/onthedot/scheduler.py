@@ -1,0 +1,197 @@
+"""The scheduler tick. Every worker runs it (no leader); contention is settled in the database.
+
+A tick locks the due ledger rows (index on next_due_at, SKIP LOCKED), decides with the pure
+`domain.slots.decide`, and commits cursor + slot history + jobs in one transaction. Between
+ticks it sleeps until the next due instant by the database clock (bounded, woken early when
+schedules change).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from onthedot.domain.errors import OnthedotError
+from onthedot.domain.ledger import LedgerRow, SlotOutcome, SyncReport, TickPlan
+from onthedot.domain.slots import decide, plan_sync
+from onthedot.observability.events import (
+    DatabaseError,
+    LedgerRepaired,
+    SchedulerFenced,
+    SlotEnqueued,
+    SlotsCoalesced,
+    SlotSkipped,
+    SlotsMissed,
+)
+from onthedot.storage.interface import TickResult
+
+if TYPE_CHECKING:
+    from onthedot.app import App
+
+log = logging.getLogger("onthedot.scheduler")
+
+TICK_BATCH = 1000  # ledger rows per tick transaction
+MAX_SLEEP = 1.0  # seconds: the bound on sleeping, so changes made elsewhere are seen quickly
+
+
+class Scheduler:
+    def __init__(
+        self,
+        app: App,
+        *,
+        worker_id: str = "scheduler",
+        stopping: threading.Event | None = None,
+        batch: int = TICK_BATCH,
+    ) -> None:
+        self.app = app
+        self.storage = app.raw_storage()
+        self.worker_id = worker_id
+        self.batch = batch
+        self.generation = 0
+        self.fenced = False
+        self.wake = threading.Event()
+        self._stop = threading.Event()
+        self._stopping = stopping or self._stop
+        self.ticks = 0
+
+    # -- start ------------------------------------------------------------------------------
+    def prepare(self) -> int:
+        """Validate the declarations (raise ScheduleError with every problem) and find this
+        code's generation."""
+        self.app.schedules.declared()
+        self.generation = self.storage.code_generation(self.app.schedules.code_hash())
+        return self.generation
+
+    def sync(self) -> SyncReport:
+        """Reconcile the ledger with the declarations (first sight, timing changes, removals)."""
+        declared = self.app.schedules.declared()
+        report = self.storage.sync_declared(
+            generation=self.generation,
+            fence_ttl=self.app.lease,
+            plan=lambda now, rows: plan_sync(now, rows, declared, self.generation),
+            now=self.app.clock.fixed_now(),
+            keys=list(declared),
+        )
+        self._set_fenced(report.fenced)
+        events = self.app.events
+        for row in report.restarts:
+            events.emit(LedgerRepaired(row.key, row.repaired_reason or "restarted"))
+        for key in report.removals:
+            events.emit(LedgerRepaired(key, "no longer declared in code: stopped"))
+        for key in report.conflicts:
+            log.error(
+                "declared schedule %r collides with a runtime schedule of the same key; "
+                "the runtime schedule is kept, the declaration is ignored",
+                key,
+            )
+        return report
+
+    # -- ticking ----------------------------------------------------------------------------
+    def tick(self) -> list[TickResult]:
+        """Tick until nothing more is due (each batch its own transaction)."""
+        results = []
+        declared = self.app.schedules.declared()
+        skip_keys = [k for k, s in declared.items() if s.overlap == "skip"]
+        while True:
+            result = self.storage.tick(
+                self._decide,
+                generation=self.generation,
+                fence_ttl=self.app.lease,
+                limit=self.batch,
+                now=self.app.clock.fixed_now(),
+                skip_keys=skip_keys,
+            )
+            self.ticks += 1
+            if result.fenced != self.fenced:
+                was = self.fenced
+                self._set_fenced(result.fenced)
+                if was and not result.fenced:
+                    self.sync()  # the newer code is gone (rollback): our code decides again
+            results.append(result)
+            self._emit(result)
+            if result.rows < self.batch or result.fenced:
+                return results
+
+    def _decide(self, now: datetime, rows: Sequence[LedgerRow]) -> list[TickPlan]:
+        schedules = self.app.schedules
+        jobs = self.app.jobs
+        plans = []
+        for row in rows:
+            try:
+                sched = schedules.definition_for(row)
+                if sched is None and row.source == "dynamic":
+                    # An invalid runtime schedule (e.g. its job is not registered in this code):
+                    # leave it alone; it is shown with its error. Retry in a minute.
+                    plans.append(_postpone(row, now))
+                    continue
+                plans.append(
+                    decide(row, sched, now, job_defaults=jobs.get(sched.job) if sched else None)
+                )
+            except Exception:  # one bad schedule must never stop the others
+                log.exception("schedule %r could not be evaluated; retrying in a minute", row.key)
+                plans.append(_postpone(row, now))
+        return plans
+
+    def _emit(self, result: TickResult) -> None:
+        events = self.app.events
+        for rec in result.recorded:
+            if rec.outcome == SlotOutcome.SKIPPED_OVERLAP:
+                events.emit(SlotSkipped(rec.key, rec.slot, "overlap"))
+            elif events.wants(SlotEnqueued):
+                events.emit(SlotEnqueued(rec.key, rec.slot, rec.job_id, rec.outcome))
+        for key, slot in result.conflicts:
+            events.emit(SlotSkipped(key, slot, "already in the slot history (skipped by operator)"))
+        for plan in result.plans:
+            if plan.missed:
+                events.emit(SlotsMissed(plan.key, plan.missed, plan.missed_from, plan.missed_to))
+            if plan.coalesced:
+                events.emit(SlotsCoalesced(plan.key, plan.coalesced))
+            if plan.repair is not None:
+                events.emit(LedgerRepaired(plan.key, plan.repair.repaired_reason or "repaired"))
+            if plan.remove:
+                events.emit(LedgerRepaired(plan.key, "no longer declared in code: stopped"))
+        if result.recorded and self.app._local_wakeups:
+            queues = {q for q in self._queues_of(result)}
+            for wake in list(self.app._local_wakeups):
+                wake(queues)
+
+    @staticmethod
+    def _queues_of(result: TickResult) -> set[str]:
+        return {s.job.queue for p in result.plans for s in p.slots if s.job is not None}
+
+    def _set_fenced(self, fenced: bool) -> None:
+        if fenced != self.fenced:
+            self.fenced = fenced
+            self.app.events.emit(SchedulerFenced(self.worker_id, self.generation, fenced))
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self) -> None:
+        errors = 0
+        while not (self._stopping.is_set() or self._stop.is_set()):
+            try:
+                self.tick()
+                delay = self.storage.seconds_until_due(now=self.app.clock.fixed_now())
+                errors = 0
+            except OnthedotError as exc:
+                errors += 1
+                delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+                self.app.events.emit(DatabaseError("scheduler", str(exc), delay))
+            except Exception:
+                errors += 1
+                delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+                log.exception("scheduler tick failed; retrying in %.1fs", delay)
+            sleep = MAX_SLEEP if delay is None else min(max(delay, 0.0), MAX_SLEEP)
+            if sleep > 0:
+                self.app.clock.sleep(sleep, self.wake)
+                self.wake.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()
+
+
+def _postpone(row: LedgerRow, now: datetime) -> TickPlan:
+    return TickPlan(row.key, row.cursor, row.cursor, now + timedelta(minutes=1))

@@ -1,0 +1,304 @@
+"""The one storage protocol: domain verbs, each with its contract. Every backend passes the
+conformance suite in `tests/storage/contract/`.
+
+Time: every verb that depends on "now" takes `now: datetime | None`. None means the database
+clock (PostgreSQL `now()`, SQLite's host clock); a datetime (a test's manual clock) replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
+from onthedot.domain.ledger import (
+    AuditEntry,
+    LedgerRow,
+    SlotRecord,
+    SyncReport,
+    TickPlan,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    id: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    scheduler: bool = True
+    generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    id: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    scheduler: bool
+    generation: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopping: bool
+    heartbeat_age: float  # seconds, by the database clock
+    running_jobs: int
+
+    def to_json(self) -> dict[str, Any]:
+        from onthedot.domain.jobs import iso
+
+        return {
+            "id": self.id,
+            "hostname": self.hostname,
+            "pid": self.pid,
+            "queues": list(self.queues),
+            "concurrency": self.concurrency,
+            "scheduler": self.scheduler,
+            "generation": self.generation,
+            "started_at": iso(self.started_at),
+            "heartbeat_at": iso(self.heartbeat_at),
+            "heartbeat_age": round(self.heartbeat_age, 3),
+            "stopping": self.stopping,
+            "running_jobs": self.running_jobs,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RescuedJob:
+    id: int
+    name: str
+    attempt: int
+    requeued: bool  # False: it had no attempts left and is now failed
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueuedSlot:
+    key: str
+    slot: datetime
+    outcome: str
+    job_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    """What one tick transaction did."""
+
+    now: datetime
+    rows: int  # due ledger rows examined
+    recorded: list[EnqueuedSlot] = field(default_factory=list)  # history rows written
+    conflicts: list[tuple[str, datetime]] = field(default_factory=list)  # slots already taken
+    plans: list[TickPlan] = field(default_factory=list)
+    fenced: bool = False
+
+
+Decide = Callable[[datetime, Sequence[LedgerRow]], Sequence[TickPlan]]
+
+
+class Storage(Protocol):
+    """Domain verbs over one database. Thread-safe; holds its own connections."""
+
+    backend: str  # "sqlite" | "postgresql"
+
+    # -- lifecycle and schema ---------------------------------------------------------------
+    def close(self) -> None:
+        """Release every connection. The object must not be used afterwards."""
+
+    def ping(self) -> None:
+        """Raise DatabaseUnavailable unless the database answers."""
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied. Safe to run concurrently."""
+
+    def schema_version(self) -> tuple[int, int]:
+        """(version in the database, latest version this code knows)."""
+
+    def db_now(self) -> datetime:
+        """The database clock."""
+
+    # -- jobs -----------------------------------------------------------------------------
+    def enqueue(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None, connection: Any = None
+    ) -> list[int]:
+        """Insert jobs; return their ids in input order. A job whose `unique_key` matches a
+        queued-or-running job is not inserted: its slot in the result holds the existing id.
+        With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
+
+    def claim_jobs(
+        self, worker_id: str, queue: str, limit: int, lease: float, *, now: datetime | None = None
+    ) -> list[ClaimedJob]:
+        """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
+        leased to `worker_id` until now+lease, counting an attempt; highest priority, then
+        oldest run_at, first. No job is handed to two workers at once. A job with a lock key
+        is skipped while another job with that key runs."""
+
+    def finish_jobs(
+        self, worker_id: str, outcomes: Sequence[Outcome], *, now: datetime | None = None
+    ) -> int:
+        """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
+        cancelled). Returns how many rows changed."""
+
+    def release_jobs(
+        self, worker_id: str, job_ids: Sequence[int], *, now: datetime | None = None
+    ) -> int:
+        """Give back claimed jobs that never started: queued again, the attempt not counted."""
+
+    def heartbeat(self, worker_id: str, lease: float, *, now: datetime | None = None) -> set[int]:
+        """Mark the worker alive and extend the leases of its running jobs to now+lease.
+        Return the ids among them whose cancellation was requested."""
+
+    def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+        """Insert (or replace) the worker's row."""
+
+    def set_worker_stopping(self, worker_id: str) -> None:
+        """Mark the worker as shutting down (shown in listings)."""
+
+    def deregister_worker(self, worker_id: str) -> None:
+        """Delete the worker's row."""
+
+    def list_workers(self, *, now: datetime | None = None) -> list[WorkerRow]:
+        """Every registered worker, newest first, with its heartbeat age."""
+
+    def rescue_jobs(self, *, now: datetime | None = None, limit: int = 1000) -> list[RescuedJob]:
+        """Jobs running with an expired lease go back to queued (or to failed when they have no
+        attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
+
+    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+        """Delete finished jobs that finished before `older_than`, slot history behind each
+        ledger cursor recorded before it, ledger rows removed from code before it, and worker
+        rows whose heartbeat is older than `workers_older_than`. Returns counts per table."""
+
+    def acquire_maintenance(
+        self, task: str, every: float, worker_id: str, *, now: datetime | None = None
+    ) -> bool:
+        """True for exactly one caller per `every` seconds per task (no leader needed)."""
+
+    def seconds_until_ready(
+        self, queues: Sequence[str], *, now: datetime | None = None
+    ) -> float | None:
+        """Seconds (database clock) until the earliest queued job of these queues is ready;
+        zero or less when one is ready now; None when none is queued."""
+
+    def get_job(self, job_id: int) -> Job | None:
+        """The job, or None."""
+
+    def list_jobs(self, flt: JobFilter) -> list[Job]:
+        """Jobs matching the filter, newest id first, keyset-paginated by `before_id`."""
+
+    def count_jobs(self, flt: JobFilter) -> int:
+        """How many jobs match the filter (ignoring before_id and limit)."""
+
+    def queue_stats(self, *, now: datetime | None = None) -> list[QueueStats]:
+        """Depth per state for each queue."""
+
+    def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+        """A failed or cancelled job is queued again now with fresh attempts. Raises
+        JobNotFound or InvalidJobState."""
+
+    def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+        """A queued job becomes cancelled; a running job gets a cancellation request.
+        Raises JobNotFound or InvalidJobState (already finished)."""
+
+    def delete_job(self, job_id: int) -> bool:
+        """Delete a job that is not running. True if deleted. Raises InvalidJobState if running."""
+
+    def bulk_job_action(self, action: str, flt: JobFilter, *, now: datetime | None = None) -> int:
+        """Apply `retry`, `cancel` or `delete` to every job matching the filter."""
+
+    def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
+        """Pause or resume claiming from a queue."""
+
+    def paused_queues(self) -> set[str]:
+        """Names of paused queues."""
+
+    def job_counts(self, *, since: datetime) -> list[tuple[datetime, str, int]]:
+        """(hour bucket, final state, count) of jobs finished since `since`."""
+
+    # -- schedules --------------------------------------------------------------------------
+    def code_generation(self, code_hash: str) -> int:
+        """The generation number of a set of declared schedules (assigned on first sight)."""
+
+    def sync_declared(
+        self,
+        *,
+        generation: int,
+        fence_ttl: float,
+        plan: Callable[[datetime, Sequence[LedgerRow]], SyncReport],
+        now: datetime | None = None,
+        keys: Sequence[str] = (),
+    ) -> SyncReport:
+        """Reconcile the ledger with the code's declarations in one fenced transaction:
+        `plan(now, rows)` gets the rows of `keys` and every code row not marked removed, and
+        decides inserts, restarts and removals; the storage applies them unless a live
+        scheduler worker of a newer generation exists (then the report says `fenced`)."""
+
+    def tick(
+        self,
+        decide: Decide,
+        *,
+        generation: int,
+        fence_ttl: float,
+        limit: int,
+        now: datetime | None = None,
+        skip_keys: Sequence[str] = (),
+    ) -> TickResult:
+        """One scheduler transaction: lock up to `limit` due ledger rows (skipping rows another
+        scheduler holds), call `decide(now, rows)`, then write the slot history rows, their
+        jobs and the new ledger state together. A slot whose history row already exists is
+        not enqueued again. Fenced (nothing written) while a newer generation is alive.
+        Rows of `skip_keys` (and runtime rows with overlap "skip") get `active_jobs` filled."""
+
+    def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
+        """Seconds from now (database clock) until the earliest next_due_at; None if none."""
+
+    def next_due_at(self) -> datetime | None:
+        """Earliest next_due_at of all ledger rows."""
+
+    def get_schedule_row(self, key: str) -> LedgerRow | None:
+        """One ledger row."""
+
+    def list_schedule_rows(self) -> list[LedgerRow]:
+        """Every ledger row, by key."""
+
+    def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
+        """Slot history of a schedule, newest slot first, with each job's state."""
+
+    def upsert_dynamic(self, row: LedgerRow, *, create: bool, now: datetime | None = None) -> None:
+        """Create or replace a dynamic schedule's definition (ledger row)."""
+
+    def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
+        """Delete a ledger row and its slot history; cancel its queued jobs when asked.
+        Returns how many jobs were cancelled."""
+
+    def update_operator_state(
+        self, key: str, changes: dict[str, Any], *, now: datetime | None = None
+    ) -> LedgerRow | None:
+        """Set operator columns (paused, paused_until, pause_note, paused_by, paused_at, cursor,
+        next_due_at) of one row; None if the key has no row."""
+
+    def record_slots(
+        self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]
+    ) -> list[SlotRecord]:
+        """Insert slot history rows (with jobs where given) unless they exist; return the rows
+        inserted (with job ids)."""
+
+    def delete_slot(self, key: str, slot: datetime, outcome: str) -> bool:
+        """Delete one slot history row with the given outcome."""
+
+    def existing_slots(self, key: str, start: datetime, end: datetime) -> set[datetime]:
+        """Slot instants of the history in [start, end]."""
+
+    def oldest_slot(self, key: str) -> datetime | None:
+        """The oldest slot still in the history."""
+
+    def add_audit(self, entry: AuditEntry) -> None:
+        """Append to the audit log."""
+
+    def list_audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
+        """Audit entries, newest first."""
+
+    def active_job_count(self, key: str) -> int:
+        """Queued or running jobs of a schedule."""

@@ -1,0 +1,399 @@
+"""Scheduler verbs of the PostgreSQL backend: ledger sync, the tick, history, audit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from onthedot.domain.jobs import NewJob
+from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord, SyncReport, TickPlan
+from onthedot.storage.interface import Decide, EnqueuedSlot, TickResult
+from onthedot.storage.postgres.rows import enqueue_rows
+from onthedot.storage.sqlfile import load_queries
+
+Q = load_queries("postgres")
+_LEDGER_COLUMNS = (
+    Q["ledger_columns"].removeprefix("SELECT").removesuffix("FROM onthedot_schedules").strip()
+)
+
+
+def ledger_row(r: Sequence[Any], active: int = 0) -> LedgerRow:
+    return LedgerRow(
+        key=r[0],
+        source=r[1],
+        fingerprint=r[2],
+        spec=r[3],
+        timezone=r[4],
+        cursor=r[5],
+        next_due_at=r[6],
+        generation=r[7],
+        definition=r[8],
+        removed_at=r[9],
+        paused=r[10],
+        paused_until=r[11],
+        paused_at=r[12],
+        paused_by=r[13],
+        pause_note=r[14],
+        missed_total=r[15],
+        coalesced_total=r[16],
+        last_missed_from=r[17],
+        last_missed_to=r[18],
+        last_slot=r[19],
+        last_outcome=r[20],
+        last_job_id=r[21],
+        repaired_reason=r[22],
+        created_at=r[23],
+        updated_at=r[24],
+        active_jobs=active,
+    )
+
+
+def _timing_arrays(rows: Sequence[LedgerRow]) -> dict[str, list[Any]]:
+    return {
+        "keys": [r.key for r in rows],
+        "fingerprints": [r.fingerprint for r in rows],
+        "specs": [r.spec for r in rows],
+        "timezones": [r.timezone for r in rows],
+        "cursors": [r.cursor for r in rows],
+        "next_due": [r.next_due_at for r in rows],
+        "reasons": [r.repaired_reason for r in rows],
+    }
+
+
+class PostgresLedger:
+    _conn: Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+    _tx: Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
+    def code_generation(self, code_hash: str) -> int:
+        with self._tx() as conn:
+            row = conn.execute(Q["code_generation"], {"hash": code_hash}).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _clock_and_fence(
+        self, conn: psycopg.Connection[Any], generation: int, ttl: float, now: datetime | None
+    ) -> tuple[datetime, bool]:
+        row = conn.execute(
+            Q["clock_and_fence"], {"now": now, "generation": generation, "ttl": ttl}, prepare=True
+        ).fetchone()
+        assert row is not None
+        return row[0], bool(row[1])
+
+    def sync_declared(
+        self,
+        *,
+        generation: int,
+        fence_ttl: float,
+        plan: Callable[[datetime, Sequence[LedgerRow]], SyncReport],
+        now: datetime | None = None,
+        keys: Sequence[str] = (),
+    ) -> SyncReport:
+        with self._tx() as conn:
+            db_now, fenced = self._clock_and_fence(conn, generation, fence_ttl, now)
+            if fenced:
+                return SyncReport(fenced=True)
+            rows = [ledger_row(r) for r in conn.execute(Q["sync_rows"], {"keys": list(keys)})]
+            report = plan(db_now, rows)
+            params = {"generation": generation, "now": db_now}
+            if report.inserts:
+                conn.execute(Q["ledger_insert"], {**params, **_timing_arrays(report.inserts)})
+            if report.restarts:
+                conn.execute(Q["ledger_restart"], {**params, **_timing_arrays(report.restarts)})
+            if report.removals:
+                conn.execute(Q["ledger_remove"], {**params, "keys": list(report.removals)})
+        return report
+
+    def tick(
+        self,
+        decide: Decide,
+        *,
+        generation: int,
+        fence_ttl: float,
+        limit: int,
+        now: datetime | None = None,
+        skip_keys: Sequence[str] = (),
+    ) -> TickResult:
+        with self._tx() as conn:
+            db_now, fenced = self._clock_and_fence(conn, generation, fence_ttl, now)
+            if fenced:
+                return TickResult(now=db_now, rows=0, fenced=True)
+            raw = conn.execute(
+                Q["tick_due"],
+                {"now": db_now, "limit": limit, "skip_keys": list(skip_keys)},
+                prepare=True,
+            ).fetchall()
+            if not raw:
+                return TickResult(now=db_now, rows=0)
+            rows = [ledger_row(r, int(r[25])) for r in raw]
+            plans = list(decide(db_now, rows))
+            recorded, conflicts = self._record(conn, plans, db_now)
+            self._update_ledger(conn, plans, recorded, conflicts, generation, db_now)
+        return TickResult(
+            now=db_now, rows=len(rows), recorded=recorded, conflicts=conflicts, plans=plans
+        )
+
+    def _record(
+        self, conn: psycopg.Connection[Any], plans: Sequence[TickPlan], now: datetime
+    ) -> tuple[list[EnqueuedSlot], list[tuple[str, datetime]]]:
+        cols: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "keys",
+                "slots",
+                "outcomes",
+                "names",
+                "queues",
+                "priorities",
+                "args",
+                "kwargs",
+                "run_at",
+                "max_attempts",
+                "timeouts",
+                "lock_keys",
+            )
+        }
+        for plan in plans:
+            for ps in plan.slots:
+                job: NewJob | None = ps.job
+                cols["keys"].append(plan.key)
+                cols["slots"].append(ps.slot)
+                cols["outcomes"].append(ps.outcome)
+                cols["names"].append(job.name if job else None)
+                cols["queues"].append(job.queue if job else None)
+                cols["priorities"].append(job.priority if job else None)
+                cols["args"].append(json.dumps(job.args) if job else None)
+                cols["kwargs"].append(json.dumps(job.kwargs) if job else None)
+                cols["run_at"].append(job.run_at if job else None)
+                cols["max_attempts"].append(job.max_attempts if job else None)
+                cols["timeouts"].append(job.timeout if job else None)
+                cols["lock_keys"].append(job.lock_key if job else None)
+        if not cols["keys"]:
+            return [], []
+        rows = conn.execute(Q["tick_record"], {**cols, "now": now}, prepare=True).fetchall()
+        recorded = [EnqueuedSlot(r[0], r[1], r[2], r[3]) for r in rows]
+        taken = {(r.key, r.slot) for r in recorded}
+        conflicts = [
+            (k, s) for k, s in zip(cols["keys"], cols["slots"], strict=True) if (k, s) not in taken
+        ]
+        return recorded, conflicts
+
+    def _update_ledger(
+        self,
+        conn: psycopg.Connection[Any],
+        plans: Sequence[TickPlan],
+        recorded: Sequence[EnqueuedSlot],
+        conflicts: Sequence[tuple[str, datetime]],
+        generation: int,
+        now: datetime,
+    ) -> None:
+        last: dict[str, tuple[datetime, str, int | None]] = {}
+        for key, slot in conflicts:
+            last[key] = (slot, "skipped_operator", None)
+        for rec in recorded:
+            prev = last.get(rec.key)
+            if prev is None or rec.slot >= prev[0]:
+                last[rec.key] = (rec.slot, rec.outcome, rec.job_id)
+        cols: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "keys",
+                "cursors",
+                "next_due",
+                "missed",
+                "missed_from",
+                "missed_to",
+                "coalesced",
+                "unpause",
+                "remove",
+                "fingerprints",
+                "specs",
+                "timezones",
+                "reasons",
+                "last_slots",
+                "last_outcomes",
+                "last_job_ids",
+            )
+        }
+        for p in plans:
+            rep = p.repair
+            ls = last.get(p.key)
+            cols["keys"].append(p.key)
+            cols["cursors"].append(p.cursor)
+            cols["next_due"].append(p.next_due_at)
+            cols["missed"].append(p.missed)
+            cols["missed_from"].append(p.missed_from)
+            cols["missed_to"].append(p.missed_to)
+            cols["coalesced"].append(p.coalesced)
+            cols["unpause"].append(p.unpause)
+            cols["remove"].append(p.remove)
+            cols["fingerprints"].append(rep.fingerprint if rep else None)
+            cols["specs"].append(rep.spec if rep else None)
+            cols["timezones"].append(rep.timezone if rep else None)
+            cols["reasons"].append(rep.repaired_reason if rep else None)
+            cols["last_slots"].append(ls[0] if ls else None)
+            cols["last_outcomes"].append(ls[1] if ls else None)
+            cols["last_job_ids"].append(ls[2] if ls else None)
+        conn.execute(Q["tick_update"], {**cols, "generation": generation, "now": now}, prepare=True)
+
+    def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["seconds_until_due"], {"now": now}, prepare=True).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def next_due_at(self) -> datetime | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["next_due_at"]).fetchone()
+        return row[0] if row else None
+
+    def get_schedule_row(self, key: str) -> LedgerRow | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_LEDGER_COLUMNS} FROM onthedot_schedules WHERE key = %s", (key,)
+            ).fetchone()
+        return ledger_row(row) if row else None
+
+    def list_schedule_rows(self) -> list[LedgerRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                f"SELECT {_LEDGER_COLUMNS} FROM onthedot_schedules ORDER BY key"
+            ).fetchall()
+        return [ledger_row(r) for r in rows]
+
+    def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["slot_history"], {"key": key, "limit": limit}).fetchall()
+        return [SlotRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
+
+    def upsert_dynamic(self, row: LedgerRow, *, create: bool, now: datetime | None = None) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                Q["upsert_dynamic"],
+                {
+                    "key": row.key,
+                    "fingerprint": row.fingerprint,
+                    "spec": row.spec,
+                    "timezone": row.timezone,
+                    "definition": json.dumps(row.definition),
+                    "cursor": row.cursor,
+                    "next_due_at": row.next_due_at,
+                    "reason": row.repaired_reason,
+                    "now": now,
+                },
+            )
+
+    def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
+        cancelled = 0
+        with self._tx() as conn:
+            if cancel_queued:
+                cancelled = conn.execute(Q["cancel_schedule_jobs"], {"key": key}).rowcount
+            conn.execute(Q["delete_schedule"], {"key": key})
+            conn.execute(Q["delete_schedule_slots"], {"key": key})
+        return cancelled
+
+    _OPERATOR_COLUMNS = frozenset(
+        {
+            "paused",
+            "paused_until",
+            "pause_note",
+            "paused_by",
+            "paused_at",
+            "cursor",
+            "next_due_at",
+            "missed_total",
+        }
+    )
+
+    def update_operator_state(
+        self, key: str, changes: dict[str, Any], *, now: datetime | None = None
+    ) -> LedgerRow | None:
+        unknown = set(changes) - self._OPERATOR_COLUMNS
+        if unknown:
+            raise ValueError(f"not operator columns: {sorted(unknown)}")
+        sets = ", ".join(f'"{c}" = %({c})s' for c in changes)
+        sql = (
+            f"UPDATE onthedot_schedules SET {sets}, updated_at = COALESCE(%(now)s::timestamptz,"
+            f" now()) WHERE key = %(key)s RETURNING {_LEDGER_COLUMNS}"
+        )
+        with self._conn() as conn:
+            row = conn.execute(sql.encode(), {**changes, "key": key, "now": now}).fetchone()
+        return ledger_row(row) if row else None
+
+    def record_slots(
+        self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]
+    ) -> list[SlotRecord]:
+        inserted: list[SlotRecord] = []
+        with self._tx() as conn:
+            for rec, job in zip(records, jobs, strict=True):
+                row = conn.execute(
+                    Q["record_slot"],
+                    {
+                        "key": rec.key,
+                        "slot": rec.slot,
+                        "outcome": rec.outcome,
+                        "job_id": None,
+                        "now": rec.recorded_at,
+                        "actor": rec.actor,
+                        "note": rec.note,
+                    },
+                ).fetchone()
+                if row is None:
+                    continue  # already in the history: never enqueued twice
+                job_id = None
+                if job is not None:
+                    job_id = enqueue_rows(conn, [job], rec.recorded_at)[0]
+                    conn.execute(
+                        Q["set_slot_job"], {"key": rec.key, "slot": rec.slot, "job_id": job_id}
+                    )
+                inserted.append(
+                    SlotRecord(rec.key, rec.slot, rec.outcome, job_id, row[0], rec.actor, rec.note)
+                )
+        return inserted
+
+    def delete_slot(self, key: str, slot: datetime, outcome: str) -> bool:
+        with self._conn() as conn:
+            cur = conn.execute(Q["delete_slot"], {"key": key, "slot": slot, "outcome": outcome})
+            return cur.rowcount > 0
+
+    def existing_slots(self, key: str, start: datetime, end: datetime) -> set[datetime]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                Q["existing_slots"], {"key": key, "start": start, "end": end}
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def oldest_slot(self, key: str) -> datetime | None:
+        with self._conn() as conn:
+            row = conn.execute(Q["oldest_slot"], {"key": key}).fetchone()
+        return row[0] if row else None
+
+    def add_audit(self, entry: AuditEntry) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                Q["add_audit"],
+                {
+                    "at": entry.at,
+                    "actor": entry.actor,
+                    "action": entry.action,
+                    "key": entry.key,
+                    "note": entry.note,
+                    "details": json.dumps(entry.details),
+                },
+            )
+
+    def list_audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["list_audit"], {"key": key, "limit": limit}).fetchall()
+        return [
+            AuditEntry(actor=r[2], action=r[3], key=r[4], note=r[5], details=r[6], at=r[1], id=r[0])
+            for r in rows
+        ]
+
+    def active_job_count(self, key: str) -> int:
+        with self._conn() as conn:
+            row = conn.execute(Q["active_job_count"], {"key": key}).fetchone()
+        return int(row[0]) if row else 0

@@ -1,0 +1,450 @@
+-- Named queries for the PostgreSQL backend. Parameters use psycopg's %(name)s style.
+
+-- name: db_now
+SELECT now();
+
+-- name: enqueue_one
+INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
+                           unique_key, schedule_key, slot, lock_key)
+VALUES (%(name)s, %(queue)s, %(priority)s, %(args)s::jsonb, %(kwargs)s::jsonb,
+        COALESCE(%(run_at)s::timestamptz, %(now)s::timestamptz, now()), %(max_attempts)s,
+        %(timeout)s, %(unique_key)s, %(schedule_key)s, %(slot)s, %(lock_key)s)
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+DO NOTHING
+RETURNING id;
+
+-- name: find_unique
+SELECT id FROM onthedot_jobs
+WHERE unique_key = %(unique_key)s AND state IN ('queued', 'running');
+
+-- name: allocate_ids
+SELECT nextval(pg_get_serial_sequence('onthedot_jobs', 'id')) FROM generate_series(1, %(n)s);
+
+-- name: enqueue_copy
+COPY onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
+                    schedule_key, slot, lock_key)
+FROM STDIN;
+
+-- name: claim_jobs
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = %(queue)s
+      AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.name, j.args, j.kwargs, j.queue, j.attempts, j.max_attempts, j.timeout,
+          j.schedule_key, j.slot;
+
+-- name: finish_succeeded
+UPDATE onthedot_jobs
+SET state = 'succeeded', finished_at = COALESCE(%(now)s::timestamptz, now()), lease_until = NULL
+WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running';
+
+-- name: finish_many
+UPDATE onthedot_jobs j
+SET state = v.state,
+    finished_at = CASE WHEN v.state = 'queued' THEN NULL
+                       ELSE COALESCE(%(now)s::timestamptz, now()) END,
+    run_at = CASE WHEN v.state = 'queued'
+                  THEN COALESCE(%(now)s::timestamptz, now()) + v.delay * interval '1 second'
+                  ELSE j.run_at END,
+    result = v.result::jsonb,
+    error = v.error,
+    traceback = v.tb,
+    errors = CASE WHEN v.error IS NULL THEN j.errors
+                  ELSE COALESCE(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+                      'attempt', j.attempts, 'at', COALESCE(%(now)s::timestamptz, now()),
+                      'error', v.error, 'worker_id', j.worker_id)) END,
+    lease_until = NULL,
+    cancel_requested = false
+FROM unnest(%(ids)s::bigint[], %(states)s::text[], %(delays)s::float8[], %(results)s::text[],
+            %(errors)s::text[], %(tbs)s::text[]) AS v(id, state, delay, result, error, tb)
+WHERE j.id = v.id AND j.worker_id = %(worker_id)s AND j.state = 'running';
+
+-- name: release_jobs
+UPDATE onthedot_jobs
+SET state = 'queued', attempts = GREATEST(attempts - 1, 0), worker_id = NULL, lease_until = NULL,
+    started_at = NULL
+WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running';
+
+-- name: notify_queues
+SELECT pg_notify('onthedot_jobs', q) FROM unnest(%(queues)s::text[]) AS q;
+
+-- name: heartbeat_worker
+UPDATE onthedot_workers SET heartbeat_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(worker_id)s;
+
+-- name: extend_leases
+UPDATE onthedot_jobs
+SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+WHERE worker_id = %(worker_id)s AND state = 'running'
+RETURNING id, cancel_requested;
+
+-- name: register_worker
+INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
+                              started_at, heartbeat_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(generation)s, %(queues)s, %(concurrency)s,
+        %(scheduler)s, COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
+    generation = EXCLUDED.generation, stopping = false;
+
+-- name: set_worker_stopping
+UPDATE onthedot_workers SET stopping = true WHERE id = %(worker_id)s;
+
+-- name: deregister_worker
+DELETE FROM onthedot_workers WHERE id = %(worker_id)s;
+
+-- name: list_workers
+SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
+       w.started_at, w.heartbeat_at, w.stopping,
+       EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - w.heartbeat_at)::float8,
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+FROM onthedot_workers w
+ORDER BY w.started_at DESC, w.id;
+
+-- name: rescue_jobs
+WITH expired AS (
+    SELECT id FROM onthedot_jobs
+    WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
+    ORDER BY lease_until
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE onthedot_jobs j
+SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN j.attempts >= j.max_attempts
+                       THEN COALESCE(%(now)s::timestamptz, now()) END,
+    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                  ELSE COALESCE(%(now)s::timestamptz, now()) END,
+    error = %(error)s,
+    traceback = NULL,
+    errors = COALESCE(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempts, 'at', COALESCE(%(now)s::timestamptz, now()),
+        'error', %(error)s::text, 'worker_id', j.worker_id)),
+    lease_until = NULL
+FROM expired
+WHERE j.id = expired.id
+RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
+
+-- name: prune_jobs
+DELETE FROM onthedot_jobs
+WHERE id IN (SELECT id FROM onthedot_jobs
+             WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < %(before)s
+             LIMIT 10000);
+
+-- name: prune_slots
+DELETE FROM onthedot_slots h
+USING onthedot_schedules s
+WHERE h.schedule_key = s.key AND h.slot <= s."cursor" AND h.recorded_at < %(before)s;
+
+-- name: prune_orphan_slots
+DELETE FROM onthedot_slots h
+WHERE h.recorded_at < %(before)s
+  AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = h.schedule_key);
+
+-- name: prune_ledger
+DELETE FROM onthedot_schedules
+WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < %(before)s;
+
+-- name: prune_workers
+DELETE FROM onthedot_workers WHERE heartbeat_at < %(before)s;
+
+-- name: acquire_maintenance
+INSERT INTO onthedot_maintenance (task, last_run_at, worker_id)
+VALUES (%(task)s, COALESCE(%(now)s::timestamptz, now()), %(worker_id)s)
+ON CONFLICT (task) DO UPDATE
+SET last_run_at = EXCLUDED.last_run_at, worker_id = EXCLUDED.worker_id
+WHERE onthedot_maintenance.last_run_at
+      <= EXCLUDED.last_run_at - %(every)s * interval '1 second'
+RETURNING task;
+
+-- name: seconds_until_ready
+SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now()))::float8
+FROM onthedot_jobs WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]);
+
+-- name: job_columns
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors
+FROM onthedot_jobs;
+
+-- name: retry_job
+UPDATE onthedot_jobs
+SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()), attempts = 0,
+    finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
+    cancel_requested = false
+WHERE id = %(id)s AND state IN ('failed', 'cancelled')
+RETURNING id, queue;
+
+-- name: cancel_queued
+UPDATE onthedot_jobs
+SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s AND state = 'queued'
+RETURNING id;
+
+-- name: cancel_running
+UPDATE onthedot_jobs SET cancel_requested = true WHERE id = %(id)s AND state = 'running'
+RETURNING id;
+
+-- name: delete_job
+DELETE FROM onthedot_jobs WHERE id = %(id)s AND state <> 'running' RETURNING id;
+
+-- name: job_state
+SELECT state FROM onthedot_jobs WHERE id = %(id)s;
+
+-- name: queue_stats
+SELECT queue,
+       count(*) FILTER (WHERE state = 'queued'),
+       count(*) FILTER (WHERE state = 'running'),
+       count(*) FILTER (WHERE state = 'succeeded'),
+       count(*) FILTER (WHERE state = 'failed'),
+       count(*) FILTER (WHERE state = 'cancelled'),
+       count(*) FILTER (WHERE state = 'queued' AND run_at <= COALESCE(%(now)s::timestamptz, now())),
+       EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now())
+               - min(run_at) FILTER (WHERE state = 'queued'
+                                     AND run_at <= COALESCE(%(now)s::timestamptz, now())))::float8
+FROM onthedot_jobs
+GROUP BY queue
+ORDER BY queue;
+
+-- name: set_queue_paused
+INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
+VALUES (%(name)s, %(paused)s, now(), %(actor)s)
+ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.paused_at,
+    paused_by = EXCLUDED.paused_by;
+
+-- name: paused_queues
+SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: job_counts
+SELECT date_trunc('hour', finished_at), state, count(*)
+FROM onthedot_jobs
+WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= %(since)s
+GROUP BY 1, 2
+ORDER BY 1;
+
+-- name: schema_version
+SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
+
+-- ---------------------------------------------------------------------------------------------
+-- Schedules: ledger, slot history, generations, audit
+
+-- name: ledger_columns
+SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules;
+
+-- name: code_generation
+WITH ins AS (
+    INSERT INTO onthedot_generations (code_hash) VALUES (%(hash)s)
+    ON CONFLICT (code_hash) DO NOTHING
+    RETURNING generation
+)
+SELECT generation FROM ins
+UNION ALL
+SELECT generation FROM onthedot_generations WHERE code_hash = %(hash)s;
+
+-- name: clock_and_fence
+SELECT COALESCE(%(now)s::timestamptz, now()),
+       EXISTS (SELECT 1 FROM onthedot_workers w
+               WHERE w.scheduler AND w.generation > %(generation)s
+                 AND w.heartbeat_at > COALESCE(%(now)s::timestamptz, now())
+                                      - %(ttl)s * interval '1 second');
+
+-- name: sync_rows
+SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules
+WHERE key = ANY(%(keys)s::text[]) OR (source = 'code' AND removed_at IS NULL)
+ORDER BY key
+FOR UPDATE;
+
+-- name: ledger_insert
+INSERT INTO onthedot_schedules (key, source, fingerprint, spec, timezone, "cursor", next_due_at,
+                                generation, repaired_reason, created_at, updated_at)
+SELECT v.key, 'code', v.fingerprint, v.spec, v.timezone, v.cursor, v.next_due_at,
+       %(generation)s, v.reason, %(now)s, %(now)s
+FROM unnest(%(keys)s::text[], %(fingerprints)s::text[], %(specs)s::text[], %(timezones)s::text[],
+            %(cursors)s::timestamptz[], %(next_due)s::timestamptz[], %(reasons)s::text[])
+     AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: ledger_restart
+UPDATE onthedot_schedules s
+SET fingerprint = v.fingerprint, spec = v.spec, timezone = v.timezone, "cursor" = v.cursor,
+    next_due_at = v.next_due_at, generation = %(generation)s, removed_at = NULL,
+    repaired_reason = v.reason, updated_at = %(now)s
+FROM unnest(%(keys)s::text[], %(fingerprints)s::text[], %(specs)s::text[], %(timezones)s::text[],
+            %(cursors)s::timestamptz[], %(next_due)s::timestamptz[], %(reasons)s::text[])
+     AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
+WHERE s.key = v.key;
+
+-- name: ledger_remove
+UPDATE onthedot_schedules
+SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,
+    repaired_reason = 'no longer declared in code', updated_at = %(now)s
+WHERE key = ANY(%(keys)s::text[]) AND source = 'code';
+
+-- name: tick_due
+SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at,
+       CASE WHEN s.key = ANY(%(skip_keys)s::text[]) OR s.definition ->> 'overlap' = 'skip'
+            THEN (SELECT count(*) FROM onthedot_jobs j
+                  WHERE j.schedule_key = s.key AND j.state IN ('queued', 'running'))
+            ELSE 0 END
+FROM onthedot_schedules s
+WHERE s.next_due_at <= %(now)s
+ORDER BY s.next_due_at
+LIMIT %(limit)s
+FOR UPDATE OF s SKIP LOCKED;
+
+-- name: tick_record
+WITH input AS (
+    SELECT * FROM unnest(%(keys)s::text[], %(slots)s::timestamptz[], %(outcomes)s::text[],
+                         %(names)s::text[], %(queues)s::text[], %(priorities)s::int[],
+                         %(args)s::text[], %(kwargs)s::text[], %(run_at)s::timestamptz[],
+                         %(max_attempts)s::int[], %(timeouts)s::float8[], %(lock_keys)s::text[])
+        AS t(key, slot, outcome, name, queue, priority, args, kwargs, run_at, max_attempts,
+             timeout, lock_key)
+),
+numbered AS (
+    SELECT input.*,
+           CASE WHEN name IS NOT NULL
+                THEN nextval(pg_get_serial_sequence('onthedot_jobs', 'id')) END AS job_id
+    FROM input
+),
+hist AS (
+    INSERT INTO onthedot_slots (schedule_key, slot, outcome, job_id, recorded_at)
+    SELECT key, slot, outcome, job_id, %(now)s FROM numbered
+    ON CONFLICT (schedule_key, slot) DO NOTHING
+    RETURNING schedule_key, slot, outcome, job_id
+),
+jobs AS (
+    INSERT INTO onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts,
+                               timeout, schedule_key, slot, lock_key, created_at)
+    SELECT n.job_id, n.name, n.queue, n.priority, n.args::jsonb, n.kwargs::jsonb,
+           COALESCE(n.run_at, %(now)s), n.max_attempts, n.timeout, n.key, n.slot, n.lock_key,
+           %(now)s
+    FROM numbered n JOIN hist h ON h.schedule_key = n.key AND h.slot = n.slot
+    WHERE n.job_id IS NOT NULL
+    RETURNING id
+)
+SELECT schedule_key, slot, outcome, job_id, (SELECT count(*) FROM jobs) FROM hist;
+
+-- name: tick_update
+UPDATE onthedot_schedules s
+SET "cursor" = v.cursor,
+    next_due_at = v.next_due_at,
+    missed_total = s.missed_total + v.missed,
+    last_missed_from = CASE WHEN v.missed > 0 THEN v.missed_from ELSE s.last_missed_from END,
+    last_missed_to = CASE WHEN v.missed > 0 THEN v.missed_to ELSE s.last_missed_to END,
+    coalesced_total = s.coalesced_total + v.coalesced,
+    paused = CASE WHEN v.unpause THEN false ELSE s.paused END,
+    paused_until = CASE WHEN v.unpause THEN NULL ELSE s.paused_until END,
+    removed_at = CASE WHEN v.remove THEN %(now)s ELSE s.removed_at END,
+    fingerprint = COALESCE(v.fingerprint, s.fingerprint),
+    spec = COALESCE(v.spec, s.spec),
+    timezone = COALESCE(v.timezone, s.timezone),
+    generation = CASE WHEN v.fingerprint IS NOT NULL OR v.remove THEN %(generation)s
+                      ELSE s.generation END,
+    repaired_reason = COALESCE(v.reason, s.repaired_reason),
+    last_slot = COALESCE(v.last_slot, s.last_slot),
+    last_outcome = CASE WHEN v.last_slot IS NOT NULL THEN v.last_outcome ELSE s.last_outcome END,
+    last_job_id = CASE WHEN v.last_slot IS NOT NULL THEN v.last_job_id ELSE s.last_job_id END,
+    updated_at = %(now)s
+FROM unnest(%(keys)s::text[], %(cursors)s::timestamptz[], %(next_due)s::timestamptz[],
+            %(missed)s::bigint[], %(missed_from)s::timestamptz[], %(missed_to)s::timestamptz[],
+            %(coalesced)s::bigint[], %(unpause)s::bool[], %(remove)s::bool[],
+            %(fingerprints)s::text[], %(specs)s::text[], %(timezones)s::text[],
+            %(reasons)s::text[], %(last_slots)s::timestamptz[], %(last_outcomes)s::text[],
+            %(last_job_ids)s::bigint[])
+     AS v(key, cursor, next_due_at, missed, missed_from, missed_to, coalesced, unpause, remove,
+          fingerprint, spec, timezone, reason, last_slot, last_outcome, last_job_id)
+WHERE s.key = v.key;
+
+-- name: seconds_until_due
+SELECT EXTRACT(EPOCH FROM min(next_due_at) - COALESCE(%(now)s::timestamptz, now()))::float8
+FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
+
+-- name: next_due_at
+SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
+
+-- name: slot_history
+SELECT h.schedule_key, h.slot, h.outcome, h.job_id, h.recorded_at, h.actor, h.note, j.state
+FROM onthedot_slots h LEFT JOIN onthedot_jobs j ON j.id = h.job_id
+WHERE h.schedule_key = %(key)s
+ORDER BY h.slot DESC
+LIMIT %(limit)s;
+
+-- name: record_slot
+INSERT INTO onthedot_slots (schedule_key, slot, outcome, job_id, recorded_at, actor, note)
+VALUES (%(key)s, %(slot)s, %(outcome)s, %(job_id)s, COALESCE(%(now)s::timestamptz, now()),
+        %(actor)s, %(note)s)
+ON CONFLICT (schedule_key, slot) DO NOTHING
+RETURNING recorded_at;
+
+-- name: delete_slot
+DELETE FROM onthedot_slots WHERE schedule_key = %(key)s AND slot = %(slot)s AND outcome = %(outcome)s;
+
+-- name: existing_slots
+SELECT slot FROM onthedot_slots
+WHERE schedule_key = %(key)s AND slot >= %(start)s AND slot <= %(end)s;
+
+-- name: oldest_slot
+SELECT min(slot) FROM onthedot_slots WHERE schedule_key = %(key)s;
+
+-- name: add_audit
+INSERT INTO onthedot_audit (at, actor, action, schedule_key, note, details)
+VALUES (COALESCE(%(at)s::timestamptz, now()), %(actor)s, %(action)s, %(key)s, %(note)s,
+        %(details)s::jsonb);
+
+-- name: list_audit
+SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
+WHERE %(key)s::text IS NULL OR schedule_key = %(key)s
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: active_job_count
+SELECT count(*) FROM onthedot_jobs WHERE schedule_key = %(key)s AND state IN ('queued', 'running');
+
+-- name: cancel_schedule_jobs
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = now()
+WHERE schedule_key = %(key)s AND state = 'queued';
+
+-- name: delete_schedule
+DELETE FROM onthedot_schedules WHERE key = %(key)s;
+
+-- name: delete_schedule_slots
+DELETE FROM onthedot_slots WHERE schedule_key = %(key)s;
+
+-- name: upsert_dynamic
+INSERT INTO onthedot_schedules (key, source, fingerprint, spec, timezone, definition, "cursor",
+                                next_due_at, generation, repaired_reason, created_at, updated_at)
+VALUES (%(key)s, 'dynamic', %(fingerprint)s, %(spec)s, %(timezone)s, %(definition)s::jsonb,
+        %(cursor)s, %(next_due_at)s, 0, %(reason)s, COALESCE(%(now)s::timestamptz, now()),
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (key) DO UPDATE
+SET fingerprint = EXCLUDED.fingerprint, spec = EXCLUDED.spec, timezone = EXCLUDED.timezone,
+    definition = EXCLUDED.definition, "cursor" = EXCLUDED."cursor",
+    next_due_at = EXCLUDED.next_due_at, repaired_reason = EXCLUDED.repaired_reason,
+    updated_at = EXCLUDED.updated_at
+WHERE onthedot_schedules.source = 'dynamic';
+
+-- name: set_slot_job
+UPDATE onthedot_slots SET job_id = %(job_id)s WHERE schedule_key = %(key)s AND slot = %(slot)s;

@@ -1,0 +1,554 @@
+"""PostgreSQL backend: psycopg 3 with a pool, batch claims with SKIP LOCKED, LISTEN/NOTIFY."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from onthedot.domain.errors import (
+    DatabaseUnavailable,
+    InvalidJobState,
+    JobNotFound,
+)
+from onthedot.domain.jobs import (
+    ClaimedJob,
+    Job,
+    JobFilter,
+    JobState,
+    NewJob,
+    Outcome,
+    OutcomeKind,
+    QueueStats,
+)
+from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
+from onthedot.storage.postgres.ledger import PostgresLedger
+from onthedot.storage.postgres.rows import enqueue_rows
+from onthedot.storage.sqlfile import load_migrations, load_queries
+
+Q = load_queries("postgres")
+_MIGRATION_LOCK = 7_283_911_044  # advisory lock key serializing concurrent `migrate` runs
+_JOB_COLUMNS = Q["job_columns"].removeprefix("SELECT").removesuffix("FROM onthedot_jobs").strip()
+_SUCCESS = OutcomeKind.SUCCEEDED
+_OUTCOME_STATE = {
+    OutcomeKind.SUCCEEDED: "succeeded",
+    OutcomeKind.RETRY: "queued",
+    OutcomeKind.FAILED: "failed",
+    OutcomeKind.CANCELLED: "cancelled",
+}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SET TIME ZONE 'UTC'")
+
+
+class PostgresStorage(PostgresLedger):
+    backend = "postgresql"
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, display: str = ""
+    ) -> None:
+        self.url = url
+        self.display = display or url
+        self._pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            configure=_configure,
+            timeout=10.0,
+            name="onthedot",
+        )
+        self._open_lock = threading.Lock()
+        self._opened = False
+
+    # -- connections --------------------------------------------------------------------------
+    def _ensure_open(self) -> None:
+        if self._opened:
+            return
+        with self._open_lock:
+            if not self._opened:
+                self._pool.open(wait=False)
+                self._opened = True
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection[Any]]:
+        self._ensure_open()
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self.display} is unreachable (no connection within "
+                f"{self._pool.timeout:.0f}s): check the host, port and that the server runs"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
+            ) from exc
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._conn() as conn, conn.transaction():
+            yield conn
+
+    def connect_listener(self) -> psycopg.Connection[Any]:
+        """A dedicated autocommit connection for LISTEN (not from the pool)."""
+        try:
+            return psycopg.connect(self.url, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
+            ) from exc
+
+    def close(self) -> None:
+        if self._opened:
+            self._pool.close()
+            self._opened = False
+
+    def ping(self) -> None:
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self.display} is unreachable: {_one_line(exc)}"
+            ) from exc
+
+    def db_now(self) -> datetime:
+        with self._conn() as conn:
+            row = conn.execute(Q["db_now"]).fetchone()
+        assert row is not None
+        value: datetime = row[0]
+        return value
+
+    # -- schema -------------------------------------------------------------------------------
+    def _ensure_version_table(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS onthedot_schema_version ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            self._ensure_version_table(conn)
+            row = conn.execute("SELECT COALESCE(max(version), 0) FROM onthedot_schema_version")
+            current = row.fetchone()[0]  # type: ignore[index]
+            for version, name, sql in load_migrations("postgres"):
+                if version <= current:
+                    continue
+                conn.execute(sql.encode())
+                conn.execute(
+                    "INSERT INTO onthedot_schema_version (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+                applied.append(version)
+        return applied
+
+    def schema_version(self) -> tuple[int, int]:
+        latest = len(load_migrations("postgres"))
+        with self._conn() as conn:
+            exists = conn.execute(
+                "SELECT to_regclass('onthedot_schema_version') IS NOT NULL"
+            ).fetchone()
+            if not exists or not exists[0]:
+                return 0, latest
+            row = conn.execute(Q["schema_version"]).fetchone()
+        return (int(row[0]) if row else 0), latest
+
+    # -- enqueue ------------------------------------------------------------------------------
+    def enqueue(
+        self, jobs: Sequence[NewJob], *, now: datetime | None = None, connection: Any = None
+    ) -> list[int]:
+        if not jobs:
+            return []
+        if connection is not None:
+            return enqueue_rows(connection, jobs, now)
+        if len(jobs) == 1 or any(j.unique_key for j in jobs):
+            with self._tx() as conn:
+                return enqueue_rows(conn, jobs, now)
+        with self._tx() as conn:
+            return self._enqueue_copy(conn, jobs, now)
+
+    def _enqueue_copy(
+        self, conn: psycopg.Connection[Any], jobs: Sequence[NewJob], now: datetime | None
+    ) -> list[int]:
+        ids = [r[0] for r in conn.execute(Q["allocate_ids"], {"n": len(jobs)}).fetchall()]
+        start = now or conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
+        dumps = json.dumps
+        with conn.cursor() as cur, cur.copy(Q["enqueue_copy"]) as copy:
+            write = copy.write_row
+            for job_id, job in zip(ids, jobs, strict=True):
+                write(
+                    (
+                        job_id,
+                        job.name,
+                        job.queue,
+                        job.priority,
+                        dumps(job.args),
+                        dumps(job.kwargs),
+                        job.run_at or start,
+                        job.max_attempts,
+                        job.timeout,
+                        job.schedule_key,
+                        job.slot,
+                        job.lock_key,
+                    )
+                )
+        return ids
+
+    # -- the worker's verbs ---------------------------------------------------------------------
+    def claim_jobs(
+        self, worker_id: str, queue: str, limit: int, lease: float, *, now: datetime | None = None
+    ) -> list[ClaimedJob]:
+        params = {
+            "worker_id": worker_id,
+            "queue": queue,
+            "limit": limit,
+            "lease": lease,
+            "now": now,
+        }
+        for attempt in range(3):
+            try:
+                with self._conn() as conn:
+                    rows = conn.execute(Q["claim_jobs"], params, prepare=True).fetchall()
+                break
+            except pg_errors.UniqueViolation:
+                # Two workers raced for the same lock key; the index kept it to one. Try again.
+                if attempt == 2:
+                    return []
+        return [
+            ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows
+        ]
+
+    def finish_jobs(
+        self, worker_id: str, outcomes: Sequence[Outcome], *, now: datetime | None = None
+    ) -> int:
+        if not outcomes:
+            return 0
+        plain = [o.job_id for o in outcomes if o.kind is _SUCCESS and o.result is None]
+        rest = [o for o in outcomes if not (o.kind is _SUCCESS and o.result is None)]
+        changed = 0
+        with self._conn() as conn:
+            if plain:
+                cur = conn.execute(
+                    Q["finish_succeeded"],
+                    {"ids": plain, "worker_id": worker_id, "now": now},
+                    prepare=True,
+                )
+                changed += cur.rowcount
+            if rest:
+                cur = conn.execute(
+                    Q["finish_many"],
+                    {
+                        "ids": [o.job_id for o in rest],
+                        "states": [_OUTCOME_STATE[o.kind] for o in rest],
+                        "delays": [o.retry_in or 0.0 for o in rest],
+                        "results": [
+                            None if o.result is None else json.dumps(o.result) for o in rest
+                        ],
+                        "errors": [o.error for o in rest],
+                        "tbs": [o.traceback for o in rest],
+                        "worker_id": worker_id,
+                        "now": now,
+                    },
+                    prepare=True,
+                )
+                changed += cur.rowcount
+        return changed
+
+    def release_jobs(
+        self, worker_id: str, job_ids: Sequence[int], *, now: datetime | None = None
+    ) -> int:
+        if not job_ids:
+            return 0
+        with self._tx() as conn:
+            cur = conn.execute(Q["release_jobs"], {"ids": list(job_ids), "worker_id": worker_id})
+            queues = conn.execute(
+                "SELECT DISTINCT queue FROM onthedot_jobs WHERE id = ANY(%s)", (list(job_ids),)
+            ).fetchall()
+            conn.execute(Q["notify_queues"], {"queues": [q[0] for q in queues]})
+            return cur.rowcount
+
+    def heartbeat(self, worker_id: str, lease: float, *, now: datetime | None = None) -> set[int]:
+        params = {"worker_id": worker_id, "lease": lease, "now": now}
+        with self._tx() as conn:
+            conn.execute(Q["heartbeat_worker"], params)
+            rows = conn.execute(Q["extend_leases"], params).fetchall()
+        return {r[0] for r in rows if r[1]}
+
+    def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                Q["register_worker"],
+                {
+                    "id": worker.id,
+                    "hostname": worker.hostname,
+                    "pid": worker.pid,
+                    "generation": worker.generation,
+                    "queues": ",".join(worker.queues),
+                    "concurrency": worker.concurrency,
+                    "scheduler": worker.scheduler,
+                    "now": now,
+                },
+            )
+
+    def set_worker_stopping(self, worker_id: str) -> None:
+        with self._conn() as conn:
+            conn.execute(Q["set_worker_stopping"], {"worker_id": worker_id})
+
+    def deregister_worker(self, worker_id: str) -> None:
+        with self._conn() as conn:
+            conn.execute(Q["deregister_worker"], {"worker_id": worker_id})
+
+    def list_workers(self, *, now: datetime | None = None) -> list[WorkerRow]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["list_workers"], {"now": now}).fetchall()
+        return [
+            WorkerRow(
+                id=r[0],
+                hostname=r[1],
+                pid=r[2],
+                queues=tuple(q for q in r[3].split(",") if q),
+                concurrency=r[4],
+                scheduler=r[5],
+                generation=r[6],
+                started_at=r[7],
+                heartbeat_at=r[8],
+                stopping=r[9],
+                heartbeat_age=float(r[10]),
+                running_jobs=int(r[11]),
+            )
+            for r in rows
+        ]
+
+    def rescue_jobs(self, *, now: datetime | None = None, limit: int = 1000) -> list[RescuedJob]:
+        error = "WorkerLost: the worker running this job stopped heartbeating; lease expired"
+        with self._tx() as conn:
+            rows = conn.execute(
+                Q["rescue_jobs"], {"now": now, "limit": limit, "error": error}
+            ).fetchall()
+            queues = sorted({r[4] for r in rows if r[3]})
+            if queues:
+                conn.execute(Q["notify_queues"], {"queues": queues})
+        return [RescuedJob(id=r[0], name=r[1], attempt=r[2], requeued=r[3]) for r in rows]
+
+    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+        counts = {"jobs": 0}
+        with self._conn() as conn:
+            while True:
+                n = conn.execute(Q["prune_jobs"], {"before": older_than}).rowcount
+                counts["jobs"] += n
+                if n < 10000:
+                    break
+            counts["slots"] = conn.execute(Q["prune_slots"], {"before": older_than}).rowcount
+            counts["slots"] += conn.execute(
+                Q["prune_orphan_slots"], {"before": older_than}
+            ).rowcount
+            counts["schedules"] = conn.execute(Q["prune_ledger"], {"before": older_than}).rowcount
+            counts["workers"] = conn.execute(
+                Q["prune_workers"], {"before": workers_older_than}
+            ).rowcount
+        return counts
+
+    def acquire_maintenance(
+        self, task: str, every: float, worker_id: str, *, now: datetime | None = None
+    ) -> bool:
+        with self._conn() as conn:
+            row = conn.execute(
+                Q["acquire_maintenance"],
+                {"task": task, "every": every, "worker_id": worker_id, "now": now},
+            ).fetchone()
+        return row is not None
+
+    def seconds_until_ready(
+        self, queues: Sequence[str], *, now: datetime | None = None
+    ) -> float | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                Q["seconds_until_ready"], {"queues": list(queues), "now": now}, prepare=True
+            ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    # -- reading and operator actions ---------------------------------------------------------
+    @staticmethod
+    def _job(r: Sequence[Any]) -> Job:
+        return Job(
+            id=r[0],
+            name=r[1],
+            queue=r[2],
+            state=JobState(r[3]),
+            priority=r[4],
+            args=r[5],
+            kwargs=r[6],
+            attempts=r[7],
+            max_attempts=r[8],
+            run_at=r[9],
+            created_at=r[10],
+            started_at=r[11],
+            finished_at=r[12],
+            timeout=r[13],
+            unique_key=r[14],
+            schedule_key=r[15],
+            slot=r[16],
+            worker_id=r[17],
+            result=r[18],
+            error=r[19],
+            traceback=r[20],
+            cancel_requested=r[21],
+            errors=r[22] or [],
+        )
+
+    def get_job(self, job_id: int) -> Job | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM onthedot_jobs WHERE id = %s", (job_id,)
+            ).fetchone()
+        return self._job(row) if row else None
+
+    @staticmethod
+    def _where(flt: JobFilter, *, keyset: bool) -> tuple[str, dict[str, Any]]:
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        if flt.state is not None:
+            clauses.append("state = %(state)s")
+            params["state"] = str(flt.state)
+        if flt.queue:
+            clauses.append("queue = %(queue)s")
+            params["queue"] = flt.queue
+        if flt.name:
+            clauses.append("name = %(name)s")
+            params["name"] = flt.name
+        if flt.schedule_key:
+            clauses.append("schedule_key = %(schedule_key)s")
+            params["schedule_key"] = flt.schedule_key
+        if flt.search:
+            clauses.append(
+                "(strpos(args::text, %(search)s) > 0 OR strpos(kwargs::text, %(search)s) > 0"
+                " OR strpos(COALESCE(error, ''), %(search)s) > 0)"
+            )
+            params["search"] = flt.search
+        if keyset and flt.before_id is not None:
+            clauses.append("id < %(before_id)s")
+            params["before_id"] = flt.before_id
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def list_jobs(self, flt: JobFilter) -> list[Job]:
+        where, params = self._where(flt, keyset=True)
+        params["limit"] = flt.limit
+        sql = f"SELECT {_JOB_COLUMNS} FROM onthedot_jobs{where} ORDER BY id DESC LIMIT %(limit)s"
+        with self._conn() as conn:
+            rows = conn.execute(sql.encode(), params).fetchall()
+        return [self._job(r) for r in rows]
+
+    def count_jobs(self, flt: JobFilter) -> int:
+        where, params = self._where(flt, keyset=False)
+        with self._conn() as conn:
+            row = conn.execute(f"SELECT count(*) FROM onthedot_jobs{where}".encode(), params)
+            return int(row.fetchone()[0])  # type: ignore[index]
+
+    def queue_stats(self, *, now: datetime | None = None) -> list[QueueStats]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["queue_stats"], {"now": now}).fetchall()
+            paused = {r[0] for r in conn.execute(Q["paused_queues"]).fetchall()}
+        stats = [
+            QueueStats(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], paused=r[0] in paused)
+            for r in rows
+        ]
+        known = {s.queue for s in stats}
+        stats += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - known]
+        return sorted(stats, key=lambda s: s.queue)
+
+    def _require_job(self, conn: psycopg.Connection[Any], job_id: int) -> str:
+        row = conn.execute(Q["job_state"], {"id": job_id}).fetchone()
+        if row is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        return str(row[0])
+
+    def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+        with self._tx() as conn:
+            row = conn.execute(Q["retry_job"], {"id": job_id, "now": now}).fetchone()
+            if row is None:
+                state = self._require_job(conn, job_id)
+                raise InvalidJobState(
+                    f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
+                )
+        job = self.get_job(job_id)
+        assert job is not None
+        return job
+
+    def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+        with self._tx() as conn:
+            if (
+                conn.execute(Q["cancel_queued"], {"id": job_id, "now": now}).fetchone() is None
+                and conn.execute(Q["cancel_running"], {"id": job_id}).fetchone() is None
+            ):
+                state = self._require_job(conn, job_id)
+                raise InvalidJobState(
+                    f"job {job_id} is already {state}: only queued or running jobs "
+                    "can be cancelled"
+                )
+        job = self.get_job(job_id)
+        assert job is not None
+        return job
+
+    def delete_job(self, job_id: int) -> bool:
+        with self._tx() as conn:
+            if conn.execute(Q["delete_job"], {"id": job_id}).fetchone() is not None:
+                return True
+            row = conn.execute(Q["job_state"], {"id": job_id}).fetchone()
+        if row is None:
+            return False
+        raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
+
+    def bulk_job_action(self, action: str, flt: JobFilter, *, now: datetime | None = None) -> int:
+        where, params = self._where(flt, keyset=False)
+        params["now"] = now
+        glue = " AND " if where else " WHERE "
+        if action == "retry":
+            sql = (
+                "UPDATE onthedot_jobs SET state = 'queued', run_at = COALESCE(%(now)s, now()),"
+                " attempts = 0, finished_at = NULL, started_at = NULL, worker_id = NULL,"
+                " lease_until = NULL, cancel_requested = false"
+                f"{where}{glue}state IN ('failed', 'cancelled')"
+            )
+        elif action == "cancel":
+            sql = (
+                "UPDATE onthedot_jobs SET state = 'cancelled',"
+                f" finished_at = COALESCE(%(now)s, now()){where}{glue}state = 'queued'"
+            )
+        elif action == "delete":
+            sql = f"DELETE FROM onthedot_jobs{where}{glue}state <> 'running'"
+        else:
+            raise ValueError(f"unknown bulk action {action!r}: use retry, cancel or delete")
+        with self._conn() as conn:
+            return conn.execute(sql.encode(), params).rowcount
+
+    def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
+        with self._conn() as conn:
+            conn.execute(Q["set_queue_paused"], {"name": queue, "paused": paused, "actor": actor})
+
+    def paused_queues(self) -> set[str]:
+        with self._conn() as conn:
+            return {r[0] for r in conn.execute(Q["paused_queues"], prepare=True).fetchall()}
+
+    def job_counts(self, *, since: datetime) -> list[tuple[datetime, str, int]]:
+        with self._conn() as conn:
+            rows = conn.execute(Q["job_counts"], {"since": since}).fetchall()
+        return [(r[0].astimezone(UTC), r[1], int(r[2])) for r in rows]

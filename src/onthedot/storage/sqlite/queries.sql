@@ -1,0 +1,344 @@
+-- Named queries for the SQLite backend. Parameters use :name style. Instants are REAL epoch
+-- seconds; `:now` is always bound by the storage (SQLite's clock is the host clock).
+
+-- name: enqueue_one
+INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
+                           unique_key, schedule_key, slot, lock_key, created_at)
+VALUES (:name, :queue, :priority, :args, :kwargs, COALESCE(:run_at, :now), :max_attempts,
+        :timeout, :unique_key, :schedule_key, :slot, :lock_key, :now)
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
+DO NOTHING
+RETURNING id;
+
+-- name: find_unique
+SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queued', 'running');
+
+-- name: claim_jobs
+UPDATE onthedot_jobs
+SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
+    lease_until = :now + :lease
+WHERE id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT :limit)
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts, timeout, schedule_key, slot,
+          priority, run_at;
+
+-- name: finish_succeeded
+UPDATE onthedot_jobs SET state = 'succeeded', finished_at = :now, lease_until = NULL
+WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+
+-- name: finish_one
+UPDATE onthedot_jobs
+SET state = :state,
+    finished_at = CASE WHEN :state = 'queued' THEN NULL ELSE :now END,
+    run_at = CASE WHEN :state = 'queued' THEN :now + :delay ELSE run_at END,
+    result = :result,
+    error = :error,
+    traceback = :tb,
+    errors = CASE WHEN :error IS NULL THEN errors
+                  ELSE json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
+                      'attempt', attempts, 'at', :now_iso, 'error', :error,
+                      'worker_id', worker_id)) END,
+    lease_until = NULL,
+    cancel_requested = 0
+WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+
+-- name: release_job
+UPDATE onthedot_jobs
+SET state = 'queued', attempts = max(attempts - 1, 0), worker_id = NULL, lease_until = NULL,
+    started_at = NULL
+WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+
+-- name: heartbeat_worker
+UPDATE onthedot_workers SET heartbeat_at = :now WHERE id = :worker_id;
+
+-- name: extend_leases
+UPDATE onthedot_jobs SET lease_until = :now + :lease
+WHERE worker_id = :worker_id AND state = 'running'
+RETURNING id, cancel_requested;
+
+-- name: register_worker
+INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
+                              started_at, heartbeat_at)
+VALUES (:id, :hostname, :pid, :generation, :queues, :concurrency, :scheduler, :now, :now)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at,
+    generation = excluded.generation, stopping = 0;
+
+-- name: set_worker_stopping
+UPDATE onthedot_workers SET stopping = 1 WHERE id = :worker_id;
+
+-- name: deregister_worker
+DELETE FROM onthedot_workers WHERE id = :worker_id;
+
+-- name: list_workers
+SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
+       w.started_at, w.heartbeat_at, w.stopping, :now - w.heartbeat_at,
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+FROM onthedot_workers w
+ORDER BY w.started_at DESC, w.id;
+
+-- name: expired_jobs
+SELECT id FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
+ORDER BY lease_until LIMIT :limit;
+
+-- name: rescue_job
+UPDATE onthedot_jobs
+SET state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
+    run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE :now END,
+    error = :error,
+    traceback = NULL,
+    errors = json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
+        'attempt', attempts, 'at', :now_iso, 'error', :error, 'worker_id', worker_id)),
+    lease_until = NULL
+WHERE id = :id AND state = 'running' AND lease_until < :now
+RETURNING id, name, attempts, state = 'queued';
+
+-- name: prune_jobs
+DELETE FROM onthedot_jobs
+WHERE id IN (SELECT id FROM onthedot_jobs
+             WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < :before
+             LIMIT 10000);
+
+-- name: prune_slots
+DELETE FROM onthedot_slots
+WHERE recorded_at < :before
+  AND slot <= (SELECT CAST(s.cursor AS INTEGER) FROM onthedot_schedules s
+               WHERE s.key = onthedot_slots.schedule_key);
+
+-- name: prune_orphan_slots
+DELETE FROM onthedot_slots
+WHERE recorded_at < :before
+  AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = onthedot_slots.schedule_key);
+
+-- name: prune_ledger
+DELETE FROM onthedot_schedules
+WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < :before;
+
+-- name: prune_workers
+DELETE FROM onthedot_workers WHERE heartbeat_at < :before;
+
+-- name: acquire_maintenance
+INSERT INTO onthedot_maintenance (task, last_run_at, worker_id)
+VALUES (:task, :now, :worker_id)
+ON CONFLICT (task) DO UPDATE SET last_run_at = excluded.last_run_at, worker_id = excluded.worker_id
+WHERE onthedot_maintenance.last_run_at <= excluded.last_run_at - :every
+RETURNING task;
+
+-- name: seconds_until_ready
+SELECT min(run_at) - :now FROM onthedot_jobs
+WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues));
+
+-- name: job_columns
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors
+FROM onthedot_jobs;
+
+-- name: retry_job
+UPDATE onthedot_jobs
+SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL, started_at = NULL,
+    worker_id = NULL, lease_until = NULL, cancel_requested = 0
+WHERE id = :id AND state IN ('failed', 'cancelled')
+RETURNING id;
+
+-- name: cancel_queued
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
+WHERE id = :id AND state = 'queued'
+RETURNING id;
+
+-- name: cancel_running
+UPDATE onthedot_jobs SET cancel_requested = 1 WHERE id = :id AND state = 'running' RETURNING id;
+
+-- name: delete_job
+DELETE FROM onthedot_jobs WHERE id = :id AND state <> 'running' RETURNING id;
+
+-- name: job_state
+SELECT state FROM onthedot_jobs WHERE id = :id;
+
+-- name: queue_stats
+SELECT queue,
+       sum(state = 'queued'), sum(state = 'running'), sum(state = 'succeeded'),
+       sum(state = 'failed'), sum(state = 'cancelled'),
+       sum(state = 'queued' AND run_at <= :now),
+       :now - min(CASE WHEN state = 'queued' AND run_at <= :now THEN run_at END)
+FROM onthedot_jobs
+GROUP BY queue
+ORDER BY queue;
+
+-- name: set_queue_paused
+INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
+VALUES (:name, :paused, :now, :actor)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.paused_at,
+    paused_by = excluded.paused_by;
+
+-- name: paused_queues
+SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: job_counts
+SELECT CAST(finished_at / 3600 AS INTEGER) * 3600, state, count(*)
+FROM onthedot_jobs
+WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
+GROUP BY 1, 2
+ORDER BY 1;
+
+-- name: schema_version
+SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
+
+-- ---------------------------------------------------------------------------------------------
+-- Schedules: ledger, slot history, generations, audit
+
+-- name: ledger_columns
+SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules;
+
+-- name: generation_of
+SELECT generation FROM onthedot_generations WHERE code_hash = :hash;
+
+-- name: add_generation
+INSERT INTO onthedot_generations (code_hash, generation, first_seen_at)
+VALUES (:hash, (SELECT COALESCE(max(generation), 0) + 1 FROM onthedot_generations), :now)
+ON CONFLICT (code_hash) DO NOTHING;
+
+-- name: fence
+SELECT EXISTS (SELECT 1 FROM onthedot_workers w
+               WHERE w.scheduler AND w.generation > :generation AND w.heartbeat_at > :now - :ttl);
+
+-- name: sync_rows
+SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules
+WHERE key IN (SELECT value FROM json_each(:keys)) OR (source = 'code' AND removed_at IS NULL)
+ORDER BY key;
+
+-- name: ledger_insert
+INSERT INTO onthedot_schedules (key, source, fingerprint, spec, timezone, cursor, next_due_at,
+                                generation, repaired_reason, created_at, updated_at)
+VALUES (:key, 'code', :fingerprint, :spec, :timezone, :cursor, :next_due_at, :generation,
+        :reason, :now, :now)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: ledger_restart
+UPDATE onthedot_schedules
+SET fingerprint = :fingerprint, spec = :spec, timezone = :timezone, cursor = :cursor,
+    next_due_at = :next_due_at, generation = :generation, removed_at = NULL,
+    repaired_reason = :reason, updated_at = :now
+WHERE key = :key;
+
+-- name: ledger_remove
+UPDATE onthedot_schedules
+SET removed_at = :now, next_due_at = NULL, generation = :generation,
+    repaired_reason = 'no longer declared in code', updated_at = :now
+WHERE key = :key AND source = 'code';
+
+-- name: tick_due
+SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at,
+       CASE WHEN s.key IN (SELECT value FROM json_each(:skip_keys))
+                 OR json_extract(s.definition, '$.overlap') = 'skip'
+            THEN (SELECT count(*) FROM onthedot_jobs j
+                  WHERE j.schedule_key = s.key AND j.state IN ('queued', 'running'))
+            ELSE 0 END
+FROM onthedot_schedules s
+WHERE s.next_due_at <= :now
+ORDER BY s.next_due_at
+LIMIT :limit;
+
+-- name: record_slot
+INSERT INTO onthedot_slots (schedule_key, slot, outcome, job_id, recorded_at, actor, note)
+VALUES (:key, :slot, :outcome, :job_id, :now, :actor, :note)
+ON CONFLICT (schedule_key, slot) DO NOTHING
+RETURNING recorded_at;
+
+-- name: set_slot_job
+UPDATE onthedot_slots SET job_id = :job_id WHERE schedule_key = :key AND slot = :slot;
+
+-- name: tick_update
+UPDATE onthedot_schedules
+SET cursor = :cursor,
+    next_due_at = :next_due_at,
+    missed_total = missed_total + :missed,
+    last_missed_from = CASE WHEN :missed > 0 THEN :missed_from ELSE last_missed_from END,
+    last_missed_to = CASE WHEN :missed > 0 THEN :missed_to ELSE last_missed_to END,
+    coalesced_total = coalesced_total + :coalesced,
+    paused = CASE WHEN :unpause THEN 0 ELSE paused END,
+    paused_until = CASE WHEN :unpause THEN NULL ELSE paused_until END,
+    removed_at = CASE WHEN :remove THEN :now ELSE removed_at END,
+    fingerprint = COALESCE(:fingerprint, fingerprint),
+    spec = COALESCE(:spec, spec),
+    timezone = COALESCE(:timezone, timezone),
+    generation = CASE WHEN :fingerprint IS NOT NULL OR :remove THEN :generation ELSE generation END,
+    repaired_reason = COALESCE(:reason, repaired_reason),
+    last_slot = COALESCE(:last_slot, last_slot),
+    last_outcome = CASE WHEN :last_slot IS NOT NULL THEN :last_outcome ELSE last_outcome END,
+    last_job_id = CASE WHEN :last_slot IS NOT NULL THEN :last_job_id ELSE last_job_id END,
+    updated_at = :now
+WHERE key = :key;
+
+-- name: next_due_at
+SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
+
+-- name: slot_history
+SELECT h.schedule_key, h.slot, h.outcome, h.job_id, h.recorded_at, h.actor, h.note, j.state
+FROM onthedot_slots h LEFT JOIN onthedot_jobs j ON j.id = h.job_id
+WHERE h.schedule_key = :key
+ORDER BY h.slot DESC
+LIMIT :limit;
+
+-- name: delete_slot
+DELETE FROM onthedot_slots WHERE schedule_key = :key AND slot = :slot AND outcome = :outcome;
+
+-- name: existing_slots
+SELECT slot FROM onthedot_slots WHERE schedule_key = :key AND slot >= :start AND slot <= :end;
+
+-- name: oldest_slot
+SELECT min(slot) FROM onthedot_slots WHERE schedule_key = :key;
+
+-- name: add_audit
+INSERT INTO onthedot_audit (at, actor, action, schedule_key, note, details)
+VALUES (:at, :actor, :action, :key, :note, :details);
+
+-- name: list_audit
+SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
+WHERE :key IS NULL OR schedule_key = :key
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: active_job_count
+SELECT count(*) FROM onthedot_jobs WHERE schedule_key = :key AND state IN ('queued', 'running');
+
+-- name: cancel_schedule_jobs
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
+WHERE schedule_key = :key AND state = 'queued';
+
+-- name: delete_schedule
+DELETE FROM onthedot_schedules WHERE key = :key;
+
+-- name: delete_schedule_slots
+DELETE FROM onthedot_slots WHERE schedule_key = :key;
+
+-- name: upsert_dynamic
+INSERT INTO onthedot_schedules (key, source, fingerprint, spec, timezone, definition, cursor,
+                                next_due_at, generation, repaired_reason, created_at, updated_at)
+VALUES (:key, 'dynamic', :fingerprint, :spec, :timezone, :definition, :cursor, :next_due_at, 0,
+        :reason, :now, :now)
+ON CONFLICT (key) DO UPDATE
+SET fingerprint = excluded.fingerprint, spec = excluded.spec, timezone = excluded.timezone,
+    definition = excluded.definition, cursor = excluded.cursor,
+    next_due_at = excluded.next_due_at, repaired_reason = excluded.repaired_reason,
+    updated_at = excluded.updated_at
+WHERE onthedot_schedules.source = 'dynamic';

@@ -1,0 +1,1 @@
+"""The worker: claim, execute, persist outcomes, heartbeat, stop gracefully."""

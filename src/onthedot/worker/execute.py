@@ -1,0 +1,101 @@
+"""Run one claimed job and turn what happened into an Outcome (decide first, then persist)."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback as tb_module
+from typing import Any
+
+from onthedot.context import JobContext, reset_current, set_current
+from onthedot.domain.errors import JobNotRegistered, JobTimeout
+from onthedot.domain.jobs import ClaimedJob, Outcome, OutcomeKind
+from onthedot.domain.payload import check_json
+from onthedot.domain.retry import Backoff
+
+_MAX_ERROR = 2000
+_MAX_TRACEBACK = 20000
+_DEFAULT_BACKOFF = Backoff()
+
+
+def success(job: ClaimedJob, result: Any) -> Outcome:
+    if result is not None:
+        try:
+            check_json(result, "result")
+        except (TypeError, ValueError):
+            # The work is done; a result we cannot store must not make it run again.
+            result = {"repr": repr(result)[:_MAX_ERROR], "note": "result was not JSON"}
+    return Outcome(job.id, OutcomeKind.SUCCEEDED, result=result, attempt=job.attempt)
+
+
+def failure(
+    job: ClaimedJob, exc: BaseException, backoff: Backoff | None, *, with_traceback: bool = True
+) -> Outcome:
+    """A failed attempt: RETRY with backoff while attempts remain, else FAILED."""
+    error = f"{type(exc).__name__}: {exc}".strip()
+    if len(error) > _MAX_ERROR:
+        error = error[: _MAX_ERROR - 3] + "..."
+    trace = None
+    if with_traceback and exc.__traceback__ is not None:
+        trace = "".join(tb_module.format_exception(exc))[-_MAX_TRACEBACK:]
+    if job.attempt < job.max_attempts:
+        delay = (backoff or _DEFAULT_BACKOFF).delay(job.attempt)
+        return Outcome(
+            job.id,
+            OutcomeKind.RETRY,
+            error=error,
+            traceback=trace,
+            retry_in=delay,
+            attempt=job.attempt,
+        )
+    return Outcome(job.id, OutcomeKind.FAILED, error=error, traceback=trace, attempt=job.attempt)
+
+
+def not_registered(job: ClaimedJob, exc: JobNotRegistered) -> Outcome:
+    # Retried like a failure: during a rolling deploy a newer worker may know the job.
+    return failure(job, exc, None, with_traceback=False)
+
+
+def timed_out(job: ClaimedJob, backoff: Backoff | None) -> Outcome:
+    return failure(
+        job,
+        JobTimeout(f"job ran past its timeout of {job.timeout}s; its result will be ignored"),
+        backoff,
+        with_traceback=False,
+    )
+
+
+def cancelled(job: ClaimedJob) -> Outcome:
+    return Outcome(job.id, OutcomeKind.CANCELLED, error="cancelled on request", attempt=job.attempt)
+
+
+def run_sync(fn: Any, job: ClaimedJob, ctx: JobContext, backoff: Backoff | None) -> Outcome:
+    token = set_current(ctx)
+    try:
+        result = fn(*job.args, **job.kwargs)
+    except BaseException as exc:  # a job that raises SystemExit must not kill the worker
+        return failure(job, exc, backoff)
+    finally:
+        reset_current(token)
+    return success(job, result)
+
+
+async def run_async(fn: Any, job: ClaimedJob, ctx: JobContext, backoff: Backoff | None) -> Outcome:
+    token = set_current(ctx)
+    deadline = asyncio.timeout(job.timeout) if job.timeout else None
+    try:
+        if deadline is not None:
+            async with deadline:
+                result = await fn(*job.args, **job.kwargs)
+        else:
+            result = await fn(*job.args, **job.kwargs)
+    except TimeoutError as exc:
+        if deadline is not None and deadline.expired():
+            return timed_out(job, backoff)
+        return failure(job, exc, backoff)
+    except asyncio.CancelledError:
+        return cancelled(job)
+    except BaseException as exc:
+        return failure(job, exc, backoff)
+    finally:
+        reset_current(token)
+    return success(job, result)

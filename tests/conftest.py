@@ -1,0 +1,99 @@
+"""Shared fixtures: real databases only (a SQLite file, and PostgreSQL in a schema of its own).
+
+PostgreSQL tests skip when no server answers, except under CI=true where they fail: CI must
+prove both backends.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from onthedot import App
+
+PG_ADMIN_URL = os.environ.get(
+    "ONTHEDOT_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+PG_TEST_DB = "onthedot_tests"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+_pg_error: str | None = None
+_pg_base: str | None = None
+
+
+def _pg_base_url() -> str:
+    """URL of the test database, created on first use; skip (or fail in CI) without a server."""
+    global _pg_error, _pg_base
+    if _pg_base is None and _pg_error is None:
+        try:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as conn:
+                exists = conn.execute(
+                    "SELECT 1 FROM pg_database WHERE datname = %s", (PG_TEST_DB,)
+                ).fetchone()
+                if not exists:
+                    try:
+                        conn.execute(f'CREATE DATABASE "{PG_TEST_DB}"')
+                    except psycopg.errors.DuplicateDatabase:
+                        pass
+            base, _, _ = PG_ADMIN_URL.rpartition("/")
+            _pg_base = f"{base}/{PG_TEST_DB}"
+        except psycopg.OperationalError as exc:
+            _pg_error = str(exc).strip().splitlines()[0]
+    if _pg_base is None:
+        message = f"PostgreSQL not available at {PG_ADMIN_URL}: {_pg_error}"
+        if IN_CI:
+            pytest.fail(message + " (required under CI=true)")
+        pytest.skip(message)
+    return _pg_base
+
+
+def new_pg_schema_url() -> tuple[str, str]:
+    """A fresh schema in the test database, and a URL whose search_path points at it."""
+    base = _pg_base_url()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return f"{base}?options={quote(f'-c search_path={schema}')}", schema
+
+
+def drop_pg_schema(schema: str) -> None:
+    base = _pg_base_url()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    url, schema = new_pg_schema_url()
+    yield url
+    drop_pg_schema(schema)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> str:
+    return f"sqlite:///{tmp_path}/onthedot.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[str]:
+    """Every test using this runs on both backends."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/onthedot.db"
+        return
+    url, schema = new_pg_schema_url()
+    yield url
+    drop_pg_schema(schema)
+
+
+@pytest.fixture
+def app(db_url: str) -> Iterator[App]:
+    """A migrated app on each backend, with event logging off (tests subscribe explicitly)."""
+    application = App(db_url, log_events=False, lease=2.0)
+    application.migrate()
+    yield application
+    application.close()
