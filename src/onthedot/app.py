@@ -210,6 +210,7 @@ class App:
 
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
         self._local_wakeups: list[Callable[[set[str]], None]] = []
+        self._schedule_wakeups: list[Callable[[], None]] = []
         self._storage: Storage | None = None
         self._storage_lock = threading.Lock()
         self._schema_checked = False

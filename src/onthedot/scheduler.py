@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ log = logging.getLogger("onthedot.scheduler")
 
 TICK_BATCH = 1000  # ledger rows per tick transaction
 MAX_SLEEP = 1.0  # seconds: the bound on sleeping, so changes made elsewhere are seen quickly
+CHECK_EVERY = 60.0  # seconds between checks that every declared schedule has its ledger row
 
 
 class Scheduler:
@@ -65,14 +67,15 @@ class Scheduler:
         self.generation = self.storage.code_generation(self.app.schedules.code_hash())
         return self.generation
 
-    def sync(self) -> SyncReport:
-        """Reconcile the ledger with the declarations (first sight, timing changes, removals)."""
+    def sync(self, *, now: datetime | None = None) -> SyncReport:
+        """Reconcile the ledger with the declarations (first sight, timing changes, removals).
+        `now` replaces the clock's time (a test hook; None: the app's clock decides)."""
         declared = self.app.schedules.declared()
         report = self.storage.sync_declared(
             generation=self.generation,
             fence_ttl=self.app.lease,
             plan=lambda now, rows: plan_sync(now, rows, declared, self.generation),
-            now=self.app.clock.fixed_now(),
+            now=now or self.app.clock.fixed_now(),
             keys=list(declared),
         )
         self._set_fenced(report.fenced)
@@ -90,8 +93,9 @@ class Scheduler:
         return report
 
     # -- ticking ----------------------------------------------------------------------------
-    def tick(self) -> list[TickResult]:
-        """Tick until nothing more is due (each batch its own transaction)."""
+    def tick(self, *, now: datetime | None = None) -> list[TickResult]:
+        """Tick until nothing more is due (each batch its own transaction). `now` replaces the
+        clock's time (a test hook; None: the app's clock decides)."""
         results = []
         declared = self.app.schedules.declared()
         skip_keys = [k for k, s in declared.items() if s.overlap == "skip"]
@@ -101,7 +105,7 @@ class Scheduler:
                 generation=self.generation,
                 fence_ttl=self.app.lease,
                 limit=self.batch,
-                now=self.app.clock.fixed_now(),
+                now=now or self.app.clock.fixed_now(),
                 skip_keys=skip_keys,
             )
             self.ticks += 1
@@ -109,7 +113,7 @@ class Scheduler:
                 was = self.fenced
                 self._set_fenced(result.fenced)
                 if was and not result.fenced:
-                    self.sync()  # the newer code is gone (rollback): our code decides again
+                    self.sync(now=now)  # the newer code is gone (rollback): ours decides again
             results.append(result)
             self._emit(result)
             if result.rows < self.batch or result.fenced:
@@ -169,9 +173,21 @@ class Scheduler:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> None:
+        self.app._schedule_wakeups.append(self.wake.set)
+        try:
+            self._loop()
+        finally:
+            if self.wake.set in self.app._schedule_wakeups:
+                self.app._schedule_wakeups.remove(self.wake.set)
+
+    def _loop(self) -> None:
         errors = 0
+        next_check = time.monotonic() + CHECK_EVERY
         while not (self._stopping.is_set() or self._stop.is_set()):
             try:
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + CHECK_EVERY
+                    self.check_ledger()
                 self.tick()
                 delay = self.storage.seconds_until_due(now=self.app.clock.fixed_now())
                 errors = 0
@@ -187,6 +203,17 @@ class Scheduler:
             if sleep > 0:
                 self.app.clock.sleep(sleep, self.wake)
                 self.wake.clear()
+
+    def check_ledger(self) -> None:
+        """Read-repair: recreate ledger rows of declared schedules that went missing (deleted by
+        hand, restored from an old backup). One count query while all is well."""
+        if self.fenced:
+            return
+        declared = self.app.schedules.declared()
+        if declared and self.storage.count_live_code_rows(list(declared)) != len(declared):
+            report = self.sync()
+            for row in report.inserts:
+                self.app.events.emit(LedgerRepaired(row.key, "ledger row was missing: recreated"))
 
     def stop(self) -> None:
         self._stop.set()

@@ -20,6 +20,7 @@ from onthedot.domain.schedule import (
     definition_to_declaration,
     validate,
 )
+from onthedot.operations import OperatorControls
 
 if TYPE_CHECKING:
     from onthedot.app import App
@@ -51,7 +52,7 @@ class CheckReport:
         return "\n".join(lines)
 
 
-class ScheduleRegistry:
+class ScheduleRegistry(OperatorControls):
     """`app.schedules`: declared schedules, plus the runtime API (see `onthedot.runtime`)."""
 
     def __init__(self, app: App) -> None:

@@ -78,23 +78,9 @@ def decide(
     if row.paused:
         until = row.paused_until
         if until is None or until > now:
-            # Paused: the slots passing now are missed, counted as they go.
-            n = spec.count_between(cursor, now, tz)
-            if n:
-                missed_from = spec.next_after(cursor, tz)
-                missed_to = spec.last_at_or_before(now, tz, cursor)
-            nxt = spec.next_after(now, tz)
-            if until is not None and (nxt is None or until < nxt):
-                nxt = until
-            return TickPlan(
-                row.key,
-                cursor,
-                max(cursor, now),
-                nxt,
-                missed=n,
-                missed_from=missed_from,
-                missed_to=missed_to,
-            )
+            # Still paused: nothing fires and the cursor stays; slots of the pause are counted
+            # as missed when it ends (resume or paused_until), arithmetically.
+            return TickPlan(row.key, cursor, cursor, until)
         # paused_until has passed: slots until then were missed; resume from that moment.
         n = spec.count_between(cursor, until, tz)
         if n:
@@ -219,8 +205,8 @@ def _fresh(
 ) -> LedgerRow:
     cursor = cursor.astimezone(UTC)
     nxt = sched.spec.next_after(cursor, sched.tz)
-    if base is not None and base.paused and base.paused_until is not None:
-        nxt = base.paused_until if nxt is None else min(nxt, base.paused_until)
+    if base is not None and base.paused:
+        nxt = base.paused_until  # a paused row wakes only to resume by itself
     return LedgerRow(
         key=sched.key,
         source="code",

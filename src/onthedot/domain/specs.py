@@ -670,7 +670,14 @@ def _cron_forward(table: _CronTable, fixed: bool, tz: tzinfo, u: int, stop: int)
             if s > last:
                 last = s
                 yield s
-            w = table.next_wall(w + 1, hi_wall)
+            day, x = divmod(w, _DAY)
+            tod = table.next_tod(x + 1) if x + 1 < _DAY else None
+            if tod is None:  # the day is over: find the next matching day
+                w = table.next_wall((day + 1) * _DAY, hi_wall)
+            else:  # same day, which is known to match
+                w = day * _DAY + tod
+                if w >= hi_wall:
+                    w = None
         u = end
 
 

@@ -257,6 +257,9 @@ class Storage(Protocol):
     def next_due_at(self) -> datetime | None:
         """Earliest next_due_at of all ledger rows."""
 
+    def count_live_code_rows(self, keys: Sequence[str]) -> int:
+        """How many of these keys have a code ledger row not marked removed."""
+
     def get_schedule_row(self, key: str) -> LedgerRow | None:
         """One ledger row."""
 

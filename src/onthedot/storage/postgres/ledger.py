@@ -250,6 +250,11 @@ class PostgresLedger:
             row = conn.execute(Q["next_due_at"]).fetchone()
         return row[0] if row else None
 
+    def count_live_code_rows(self, keys: Sequence[str]) -> int:
+        with self._conn() as conn:
+            row = conn.execute(Q["count_live_code_rows"], {"keys": list(keys)}).fetchone()
+        return int(row[0]) if row else 0
+
     def get_schedule_row(self, key: str) -> LedgerRow | None:
         with self._conn() as conn:
             row = conn.execute(

@@ -5,10 +5,11 @@ SELECT now();
 
 -- name: enqueue_one
 INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
-                           unique_key, schedule_key, slot, lock_key)
+                           unique_key, schedule_key, slot, lock_key, created_at)
 VALUES (%(name)s, %(queue)s, %(priority)s, %(args)s::jsonb, %(kwargs)s::jsonb,
         COALESCE(%(run_at)s::timestamptz, %(now)s::timestamptz, now()), %(max_attempts)s,
-        %(timeout)s, %(unique_key)s, %(schedule_key)s, %(slot)s, %(lock_key)s)
+        %(timeout)s, %(unique_key)s, %(schedule_key)s, %(slot)s, %(lock_key)s,
+        COALESCE(%(now)s::timestamptz, now()))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
 DO NOTHING
 RETURNING id;
@@ -22,7 +23,7 @@ SELECT nextval(pg_get_serial_sequence('onthedot_jobs', 'id')) FROM generate_seri
 
 -- name: enqueue_copy
 COPY onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
-                    schedule_key, slot, lock_key)
+                    schedule_key, slot, lock_key, created_at)
 FROM STDIN;
 
 -- name: claim_jobs
@@ -448,3 +449,7 @@ WHERE onthedot_schedules.source = 'dynamic';
 
 -- name: set_slot_job
 UPDATE onthedot_slots SET job_id = %(job_id)s WHERE schedule_key = %(key)s AND slot = %(slot)s;
+
+-- name: count_live_code_rows
+SELECT count(*) FROM onthedot_schedules
+WHERE key = ANY(%(keys)s::text[]) AND source = 'code' AND removed_at IS NULL;

@@ -209,6 +209,7 @@ class PostgresStorage(PostgresLedger):
                         job.schedule_key,
                         job.slot,
                         job.lock_key,
+                        start,
                     )
                 )
         return ids

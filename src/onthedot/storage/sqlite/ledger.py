@@ -242,6 +242,11 @@ class SqliteLedger:
             row = conn.execute(Q["next_due_at"]).fetchone()
         return opt_dt(row[0]) if row else None
 
+    def count_live_code_rows(self, keys: Sequence[str]) -> int:
+        with self._conn() as conn:
+            row = conn.execute(Q["count_live_code_rows"], {"keys": json.dumps(list(keys))})
+            return int(row.fetchone()[0])
+
     def get_schedule_row(self, key: str) -> LedgerRow | None:
         with self._conn() as conn:
             row = conn.execute(

@@ -342,3 +342,7 @@ SET fingerprint = excluded.fingerprint, spec = excluded.spec, timezone = exclude
     next_due_at = excluded.next_due_at, repaired_reason = excluded.repaired_reason,
     updated_at = excluded.updated_at
 WHERE onthedot_schedules.source = 'dynamic';
+
+-- name: count_live_code_rows
+SELECT count(*) FROM onthedot_schedules
+WHERE key IN (SELECT value FROM json_each(:keys)) AND source = 'code' AND removed_at IS NULL;

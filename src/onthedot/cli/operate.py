@@ -1,0 +1,269 @@
+"""Runtime schedules and operator controls over the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from onthedot.cli.main import Context, echo_json, handle_errors, parse_json_option
+from onthedot.cli.schedules import parse_instant, schedules
+from onthedot.domain.durations import parse_duration
+from onthedot.domain.jobs import iso
+from onthedot.runtime import default_actor
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def note_and_actor(fn: Any) -> Any:
+    fn = click.option("--note", help="Why (kept in the audit log).")(fn)
+    return click.option(
+        "--actor",
+        default=default_actor,
+        show_default="the OS user",
+        help="Who (kept in the audit log).",
+    )(fn)
+
+
+def policy_options(fn: Any) -> Any:
+    for name, help_text in (
+        ("--timezone", "IANA time zone, e.g. Europe/Paris."),
+        ("--catchup", "latest | all | none."),
+        ("--catchup-window", "How far back missed slots still run, e.g. 24h."),
+        ("--overlap", "allow | skip | serialize."),
+        ("--jitter", "Random delay below the period, e.g. 30s."),
+        ("--queue", "Queue of the jobs."),
+    ):
+        fn = click.option(name, help=help_text)(fn)
+    return click.option("--priority", type=int, help="Priority of the jobs.")(fn)
+
+
+def _policies(**options: Any) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@schedules.command("create")
+@click.argument("key")
+@click.argument("spec")
+@click.argument("job_name")
+@click.option("--args", "args_json", help="JSON array of positional arguments.")
+@click.option("--kwargs", "kwargs_json", help="JSON object of keyword arguments.")
+@policy_options
+@note_and_actor
+@pass_ctx
+@handle_errors
+def create(
+    ctx: Context,
+    /,
+    key: str,
+    spec: str,
+    job_name: str,
+    args_json: str | None,
+    kwargs_json: str | None,
+    actor: str,
+    note: str | None,
+    **options: Any,
+) -> None:
+    """Create a runtime schedule KEY firing JOB_NAME on SPEC."""
+    view = ctx.app(required=True).schedules.create(
+        key,
+        spec,
+        job_name,
+        args=parse_json_option(args_json, "--args"),
+        kwargs=parse_json_option(kwargs_json, "--kwargs"),
+        actor=actor,
+        **_policies(**options),
+    )
+    click.echo(f"created {key}: {view['spec']} ({view['description']}); next {view['next'][:1]}")
+
+
+@schedules.command("update")
+@click.argument("key")
+@click.option("--spec")
+@click.option("--job", "job_name")
+@click.option("--args", "args_json", help="JSON array of positional arguments.")
+@click.option("--kwargs", "kwargs_json", help="JSON object of keyword arguments.")
+@policy_options
+@note_and_actor
+@pass_ctx
+@handle_errors
+def update(
+    ctx: Context,
+    /,
+    key: str,
+    spec: str | None,
+    job_name: str | None,
+    args_json: str | None,
+    kwargs_json: str | None,
+    actor: str,
+    note: str | None,
+    **options: Any,
+) -> None:
+    """Change a runtime schedule (a timing change restarts it now: no phantom run)."""
+    changes = _policies(
+        spec=spec,
+        job=job_name,
+        args=parse_json_option(args_json, "--args"),
+        kwargs=parse_json_option(kwargs_json, "--kwargs"),
+        **options,
+    )
+    if not changes:
+        raise click.UsageError("nothing to update: give --spec, --job, --args or a policy")
+    view = ctx.app(required=True).schedules.update(key, actor=actor, **changes)
+    click.echo(f"updated {key}: {view['spec']}; next {view['next'][:1]}")
+
+
+@schedules.command("delete")
+@click.argument("key")
+@click.option("--keep-jobs", is_flag=True, help="Do not cancel its queued jobs.")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def delete(ctx: Context, key: str, keep_jobs: bool, actor: str, note: str | None) -> None:
+    """Delete a runtime schedule now; its queued jobs are cancelled unless --keep-jobs."""
+    n = ctx.app(required=True).schedules.delete(key, keep_jobs=keep_jobs, actor=actor)
+    click.echo(f"deleted {key}; cancelled {n} queued job(s)")
+
+
+@schedules.command("pause")
+@click.argument("key")
+@click.option("--until", help="ISO-8601 instant, or a duration from now like 2h.")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def pause(ctx: Context, key: str, until: str | None, actor: str, note: str | None) -> None:
+    """Pause KEY (slots in the pause are counted as missed)."""
+    app = ctx.app(required=True)
+    when = None
+    if until:
+        if until[:1].isdigit() and "-" not in until:
+            when = (app.clock.fixed_now() or app.storage.db_now()) + parse_duration(until)
+        else:
+            when = parse_instant(until, "--until")
+    view = app.schedules.pause(key, until=when, note=note, actor=actor)
+    click.echo(f"paused {key}" + (f" until {view['paused_until']}" if when else ""))
+
+
+@schedules.command("resume")
+@click.argument("key")
+@click.option("--catchup", is_flag=True, help="Let the catch-up policy handle the pause's slots.")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def resume(ctx: Context, key: str, catchup: bool, actor: str, note: str | None) -> None:
+    """Resume KEY (from now, unless --catchup)."""
+    view = ctx.app(required=True).schedules.resume(key, catchup=catchup, note=note, actor=actor)
+    click.echo(f"resumed {key}; next {view['next'][:1]}")
+
+
+@schedules.command("skip")
+@click.argument("key")
+@click.option("--slot", help="ISO-8601 slot to skip (default: the next one).")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def skip(ctx: Context, key: str, slot: str | None, actor: str, note: str | None) -> None:
+    """Skip the next slot of KEY (or --slot)."""
+    when = parse_instant(slot, "--slot") if slot else None
+    done = ctx.app(required=True).schedules.skip(key, when, note=note, actor=actor)
+    click.echo(f"skipped {key} at {iso(done)}")
+
+
+@schedules.command("unskip")
+@click.argument("key")
+@click.argument("slot")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def unskip(ctx: Context, key: str, slot: str, actor: str, note: str | None) -> None:
+    """Undo a skip of a future SLOT."""
+    ctx.app(required=True).schedules.unskip(
+        key, parse_instant(slot, "SLOT"), note=note, actor=actor
+    )
+    click.echo(f"unskipped {key} at {slot}")
+
+
+@schedules.command("trigger")
+@click.argument("key")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def trigger(ctx: Context, key: str, actor: str, note: str | None) -> None:
+    """Run KEY now (recorded as manual; consumes no slot). Prints the job id."""
+    click.echo(ctx.app(required=True).schedules.trigger(key, note=note, actor=actor))
+
+
+@schedules.command("backfill")
+@click.argument("key")
+@click.option("--start", required=True, help="ISO-8601 start of the range (inclusive).")
+@click.option("--end", required=True, help="ISO-8601 end of the range (inclusive).")
+@click.option("--run", "really", is_flag=True, help="Enqueue (default: only preview).")
+@click.option("--force", is_flag=True, help="Allow more slots than the bound.")
+@click.option("--json", "as_json", is_flag=True)
+@note_and_actor
+@pass_ctx
+@handle_errors
+def backfill(
+    ctx: Context,
+    key: str,
+    start: str,
+    end: str,
+    really: bool,
+    force: bool,
+    as_json: bool,
+    actor: str,
+    note: str | None,
+) -> None:
+    """Preview (default) or enqueue (--run) the slots of KEY in [--start, --end]."""
+    result = ctx.app(required=True).schedules.backfill(
+        key,
+        parse_instant(start, "--start"),
+        parse_instant(end, "--end"),
+        dry_run=not really,
+        force=force,
+        note=note,
+        actor=actor,
+    )
+    if as_json:
+        echo_json(result.to_json())
+        return
+    verb = "would enqueue" if result.dry_run else "enqueued"
+    click.echo(
+        f"{verb} {len(result.slots)} slot(s) of {key}; {len(result.already)} already in "
+        "the history (left alone)"
+    )
+    for s in result.slots:
+        click.echo(f"  {iso(s)}")
+    if result.beyond_history:
+        click.echo(
+            "note: part of the range is older than the slot history kept; nothing tells "
+            "whether those slots already ran"
+        )
+
+
+@schedules.command("reset")
+@click.argument("key")
+@note_and_actor
+@pass_ctx
+@handle_errors
+def reset(ctx: Context, key: str, actor: str, note: str | None) -> None:
+    """Clear operator state (pause, skips) back to what the code says."""
+    ctx.app(required=True).schedules.reset(key, note=note, actor=actor)
+    click.echo(f"reset {key}")
+
+
+@schedules.command("audit")
+@click.argument("key", required=False)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+@handle_errors
+def audit(ctx: Context, key: str | None, limit: int, as_json: bool) -> None:
+    """The audit log of operator actions (of KEY, or all)."""
+    entries = ctx.app().schedules.audit(key, limit=limit)
+    if as_json:
+        echo_json([e.to_json() for e in entries])
+        return
+    for e in entries:
+        note = f'  "{e.note}"' if e.note else ""
+        click.echo(f"{iso(e.at)}  {e.actor:<12} {e.action:<10} {e.key or '-'}{note}")

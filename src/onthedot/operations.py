@@ -1,0 +1,338 @@
+"""Operator controls on every schedule, declared or runtime: pause, resume, skip, unskip,
+trigger (run now), backfill, reset; each written to the audit log.
+
+Operator state lives on the ledger row and in the slot history, never in code, so it survives
+restarts and deploys; `reset` clears it back to what the code says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.jobs import iso
+from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
+from onthedot.domain.slots import slot_job
+from onthedot.runtime import RuntimeSchedules, default_actor
+
+if TYPE_CHECKING:
+    from onthedot.domain.ledger import LedgerRow
+    from onthedot.domain.schedule import ScheduleDef
+
+BACKFILL_BOUND = 1000  # a real backfill of more slots needs force=True
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillResult:
+    key: str
+    start: datetime
+    end: datetime
+    dry_run: bool
+    slots: list[datetime]  # slots that would be (or were) enqueued
+    already: list[datetime]  # slots of the range already in the history: left alone
+    beyond_history: bool  # part of the range is older than the oldest history row kept
+    enqueued: list[int] = field(default_factory=list)  # job ids (real run)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "start": iso(self.start),
+            "end": iso(self.end),
+            "dry_run": self.dry_run,
+            "slots": [iso(s) for s in self.slots],
+            "already": [iso(s) for s in self.already],
+            "beyond_history": self.beyond_history,
+            "enqueued": self.enqueued,
+        }
+
+
+class OperatorControls(RuntimeSchedules):
+    """Mixed into `app.schedules`."""
+
+    def _definition(self, key: str, row: LedgerRow) -> ScheduleDef:
+        sched = self.declared().get(key) if row.source == "code" else self.definition_for(row)
+        if sched is None:
+            raise ScheduleError(f"schedule {key!r} is not valid in this code")
+        return sched
+
+    def pause(
+        self,
+        key: str,
+        until: datetime | None = None,
+        note: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> dict[str, Any]:
+        """No slot fires until resumed (or until `until`, when it resumes by itself). Slots
+        falling in the pause are counted as missed."""
+        self._row(key)
+        now = self._now()
+        if until is not None:
+            until = _aware(until, "until")
+            if until <= now:
+                raise ScheduleError(f"pause until {iso(until)} is not in the future")
+        who = actor or default_actor()
+        self._storage.update_operator_state(
+            key,
+            {
+                "paused": True,
+                "paused_until": until,
+                "pause_note": note,
+                "paused_by": who,
+                "paused_at": now,
+                "next_due_at": until,
+            },
+            now=self.app.clock.fixed_now(),
+        )
+        self._audit("paused", key, who, note, {"until": iso(until)})
+        return self.get(key)
+
+    def resume(
+        self, key: str, *, catchup: bool = False, note: str | None = None, actor: str | None = None
+    ) -> dict[str, Any]:
+        """Resume a paused schedule. Its cursor restarts now (the pause's slots stay missed)
+        unless `catchup=True`, which lets the catch-up policy and window handle them."""
+        row = self._row(key)
+        if not row.paused:
+            raise ScheduleError(f"schedule {key!r} is not paused")
+        sched = self._definition(key, row)
+        now = self._now()
+        changes: dict[str, Any] = {
+            "paused": False,
+            "paused_until": None,
+            "pause_note": None,
+            "paused_by": None,
+            "paused_at": None,
+        }
+        if catchup:
+            changes["next_due_at"] = sched.spec.next_after(row.cursor, sched.tz)
+        else:
+            missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
+            changes.update(
+                cursor=max(now, row.cursor),
+                next_due_at=sched.spec.next_after(max(now, row.cursor), sched.tz),
+                missed_total=row.missed_total + missed,
+            )
+        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
+        self._audit("resumed", key, actor, note, {"catchup": catchup})
+        return self.get(key)
+
+    def skip(
+        self,
+        key: str,
+        slot: datetime | None = None,
+        note: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> datetime:
+        """Skip the next slot (or a named future slot): its history row is written ahead with
+        outcome `skipped_operator`, and the unique key stops it from being enqueued."""
+        row = self._row(key)
+        sched = self._definition(key, row)
+        now = self._now()
+        floor = max(now, row.cursor)
+        if slot is None:
+            taken = self._future_skips(key, floor)
+            target = sched.spec.next_after(floor, sched.tz)
+            while target is not None and target in taken:
+                target = sched.spec.next_after(target, sched.tz)
+            if target is None:
+                raise ScheduleError(f"schedule {key!r} has no future slot to skip")
+        else:
+            target = self._check_future_slot(key, sched, _aware(slot, "slot"), floor)
+        who = actor or default_actor()
+        recorded = self._storage.record_slots(
+            [
+                SlotRecord(
+                    key,
+                    target,
+                    SlotOutcome.SKIPPED_OPERATOR,
+                    actor=who,
+                    note=note,
+                    recorded_at=self.app.clock.fixed_now(),
+                )
+            ],
+            [None],
+        )
+        if not recorded:
+            raise ScheduleError(f"slot {iso(target)} of {key!r} is already in the history")
+        self._audit("skipped", key, who, note, {"slot": iso(target)})
+        return target
+
+    def unskip(
+        self, key: str, slot: datetime, *, note: str | None = None, actor: str | None = None
+    ) -> None:
+        """Remove an operator skip while the slot is still in the future."""
+        row = self._row(key)
+        slot = _aware(slot, "slot")
+        if slot <= max(self._now(), row.cursor):
+            raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future any more")
+        if not self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR):
+            raise ScheduleError(f"slot {iso(slot)} of {key!r} is not skipped")
+        self._audit("unskipped", key, actor, note, {"slot": iso(slot)})
+
+    def trigger(self, key: str, *, note: str | None = None, actor: str | None = None) -> int:
+        """Run now: enqueue the schedule's job at once, recorded as `manual`. Consumes no slot."""
+        row = self._row(key)
+        sched = self._definition(key, row)
+        job = replace(slot_job(sched, _EPOCH, self.app.jobs.get(sched.job)), slot=None, run_at=None)
+        job_id = self.app.enqueue_jobs([job])[0]
+        self._audit(SlotOutcome.MANUAL, key, actor, note, {"job_id": job_id})
+        return job_id
+
+    def backfill(
+        self,
+        key: str,
+        start: datetime,
+        end: datetime,
+        *,
+        dry_run: bool = True,
+        force: bool = False,
+        note: str | None = None,
+        actor: str | None = None,
+    ) -> BackfillResult:
+        """Enqueue the slots of a past range [start, end] as `backfilled`. The dry run (the
+        default) lists exactly which slots would be enqueued; slots already in the history are
+        left alone, so a backfill can be repeated safely. More than BACKFILL_BOUND slots need
+        force=True."""
+        row = self._row(key)
+        sched = self._definition(key, row)
+        start, end = _aware(start, "start"), _aware(end, "end")
+        now = self._now()
+        if end < start:
+            raise ScheduleError("backfill end is before its start")
+        if end > now:
+            raise ScheduleError(
+                f"backfill end {iso(end)} is in the future: only past slots can be backfilled"
+            )
+        candidates: list[datetime] = []
+        first = sched.spec.next_after(start - _SECOND, sched.tz)
+        if first is not None and first <= end:
+            candidates.append(first)
+            for slot in sched.spec.slots_between(first, end, sched.tz):
+                candidates.append(slot)
+                if len(candidates) > 100 * BACKFILL_BOUND:
+                    raise ScheduleError(
+                        f"backfill of {key!r} covers more than {100 * BACKFILL_BOUND} slots: "
+                        "use a shorter range"
+                    )
+        existing = self._storage.existing_slots(key, start, end)
+        todo = [s for s in candidates if s not in existing]
+        already = [s for s in candidates if s in existing]
+        oldest = self._storage.oldest_slot(key)
+        beyond = oldest is None or start < oldest
+        result = BackfillResult(key, start, end, dry_run, todo, already, beyond)
+        if dry_run:
+            return result
+        if len(todo) > BACKFILL_BOUND and not force:
+            raise ScheduleError(
+                f"backfill of {key!r} would enqueue {len(todo)} slots, over the bound of "
+                f"{BACKFILL_BOUND}: pass force=True (--force) to go ahead"
+            )
+        who = actor or default_actor()
+        defaults = self.app.jobs.get(sched.job)
+        records = [
+            SlotRecord(
+                key,
+                s,
+                SlotOutcome.BACKFILLED,
+                actor=who,
+                note=note,
+                recorded_at=self.app.clock.fixed_now(),
+            )
+            for s in todo
+        ]
+        inserted = self._storage.record_slots(
+            records, [_now_job(slot_job(sched, s, defaults)) for s in todo]
+        )
+        result = BackfillResult(
+            key,
+            start,
+            end,
+            False,
+            [r.slot for r in inserted],
+            already,
+            beyond,
+            [r.job_id for r in inserted if r.job_id is not None],
+        )
+        self._audit(
+            "backfilled",
+            key,
+            who,
+            note,
+            {"start": iso(start), "end": iso(end), "enqueued": len(result.enqueued)},
+        )
+        return result
+
+    def reset(self, key: str, *, note: str | None = None, actor: str | None = None) -> None:
+        """Clear operator state (pause, future skips) back to what the code says."""
+        row = self._row(key)
+        sched = self._definition(key, row)
+        now = self._now()
+        floor = max(now, row.cursor)
+        removed = 0
+        for slot in self._future_skips(key, floor):
+            removed += self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
+        changes: dict[str, Any] = {
+            "paused": False,
+            "paused_until": None,
+            "pause_note": None,
+            "paused_by": None,
+            "paused_at": None,
+        }
+        if row.paused:
+            missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
+            changes.update(
+                cursor=floor,
+                next_due_at=sched.spec.next_after(floor, sched.tz),
+                missed_total=row.missed_total + missed,
+            )
+        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
+        self._audit("reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused})
+
+    def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
+        """The audit log, newest first."""
+        return self._storage.list_audit(key, limit=limit)
+
+    def skipped(self, key: str) -> list[datetime]:
+        """Future slots skipped by an operator."""
+        row = self._row(key)
+        return sorted(self._future_skips(key, max(self._now(), row.cursor)))
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _future_skips(self, key: str, floor: datetime) -> set[datetime]:
+        far = datetime(9999, 1, 1, tzinfo=UTC)
+        return {
+            r.slot
+            for r in self._storage.slot_history(key, limit=10000)
+            if r.outcome == SlotOutcome.SKIPPED_OPERATOR and floor < r.slot < far
+        }
+
+    @staticmethod
+    def _check_future_slot(
+        key: str, sched: ScheduleDef, slot: datetime, floor: datetime
+    ) -> datetime:
+        slot = slot.replace(microsecond=0)
+        if slot <= floor:
+            raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future")
+        real = sched.spec.next_after(slot - _SECOND, sched.tz)
+        if real != slot:
+            hint = f"; the next slot is {iso(real)}" if real else ""
+            raise ScheduleError(f"{iso(slot)} is not a slot of {key!r}{hint}")
+        return slot
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ScheduleError(f"{what} must be an aware datetime (with a time zone), got {value!r}")
+    return value.astimezone(UTC)
+
+
+def _now_job(job: Any) -> Any:
+    return replace(job, run_at=None)  # a backfilled slot runs now, not at its past instant
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECOND = timedelta(seconds=1)

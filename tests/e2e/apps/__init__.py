@@ -1,0 +1,1 @@
+"""Small apps loaded by subprocess and CLI tests (`--app tests.e2e.apps.basic:app`)."""

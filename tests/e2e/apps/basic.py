@@ -1,0 +1,82 @@
+"""An app for subprocess and CLI tests.
+
+The database comes from $ONTHEDOT_DATABASE_URL and the lease from $ONTHEDOT_TEST_LEASE
+(seconds), so a test can start workers on its own database with a short lease. Building the
+App does no I/O. `make_app` builds a fresh App (the CLI calls a callable `--app` target), which
+in-process CLI tests use so that every invocation gets its own App.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from onthedot import App, Backoff, current_job
+
+DEADLINE = 120.0  # a blocked job gives up after this long, so no test can hang forever
+
+
+def record(note: str = "") -> int:
+    """Append `job_id attempt pid` to $ONTHEDOT_TEST_RECORD (one atomic O_APPEND write)."""
+    ctx = current_job()
+    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {note}\n".encode()
+    fd = os.open(os.environ["ONTHEDOT_TEST_RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    return ctx.attempt
+
+
+def hold(marker: str) -> int:
+    """First attempt: write `marker.started` (our pid) and block until killed. Later attempts
+    return at once. Returns the pid that ran it."""
+    if current_job().attempt == 1:
+        Path(marker + ".started").write_text(str(os.getpid()))
+        _wait_for(Path(marker + ".never"))
+        raise RuntimeError("hold: nobody killed this worker")
+    return os.getpid()
+
+
+def wait_release(marker: str) -> int:
+    """Write `marker.started`, then wait until `marker.release` exists; return our pid."""
+    Path(marker + ".started").write_text(str(os.getpid()))
+    _wait_for(Path(marker + ".release"))
+    return os.getpid()
+
+
+def greet(name: str, punctuation: str = "!") -> str:
+    return f"hello {name}{punctuation}"
+
+
+def fail() -> None:
+    raise ValueError("always fails")
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.02)
+
+
+def make_app(database_url: str | None = None) -> App:
+    lease = float(os.environ.get("ONTHEDOT_TEST_LEASE", "30"))
+    application = App(database_url, lease=lease)
+    fast = Backoff(base=0.05, jitter=0)
+    jobs: list[tuple[str, Any]] = [
+        ("basic.record", record),
+        ("basic.hold", hold),
+        ("basic.wait_release", wait_release),
+        ("basic.greet", greet),
+    ]
+    for name, fn in jobs:
+        application.job(name=name, backoff=fast)(fn)
+    application.job(name="basic.fail", max_attempts=2, backoff=fast)(fail)
+    return application
+
+
+app = make_app()

@@ -1,0 +1,181 @@
+"""claim_jobs: order, readiness, limits, attempts, exclusivity, lock keys, queues."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+
+from onthedot import JobFilter, JobState
+from onthedot.domain.jobs import Outcome, OutcomeKind
+from onthedot.storage.interface import Storage
+from tests.storage.contract.conftest import T0, at, job, new_job, run_threads, succeed
+
+
+def test_claim_order_is_priority_then_run_at_then_id(storage: Storage) -> None:
+    specs = [  # (priority, run_at offset)
+        (0, 0),
+        (5, -10),
+        (0, -20),
+        (5, -30),
+        (-1, -99),
+        (0, -20),
+        (5, -30),
+    ]
+    ids = storage.enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs], now=T0)
+    expected = sorted(range(len(ids)), key=lambda i: (-specs[i][0], specs[i][1], ids[i]))
+    claimed = storage.claim_jobs("w", "default", 100, 30, now=T0)
+    assert [c.id for c in claimed] == [ids[i] for i in expected]
+    # The same order holds one claim at a time.
+    ids2 = storage.enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs], now=T0)
+    one_by_one = [storage.claim_jobs("w", "default", 1, 30, now=T0) for _ in ids2]
+    assert [c[0].id for c in one_by_one] == [ids2[i] for i in expected]
+
+
+def test_delayed_job_not_claimed_before_run_at(storage: Storage) -> None:
+    (job_id,) = storage.enqueue([new_job("d", run_at=at(60))], now=T0)
+    assert storage.claim_jobs("w", "default", 10, 30, now=T0) == []
+    assert storage.claim_jobs("w", "default", 10, 30, now=at(59.5)) == []
+    assert storage.seconds_until_ready(["default"], now=at(30)) == 30.0
+    claimed = storage.claim_jobs("w", "default", 10, 30, now=at(60))
+    assert [c.id for c in claimed] == [job_id]
+
+
+def test_seconds_until_ready(storage: Storage) -> None:
+    assert storage.seconds_until_ready(["default"], now=T0) is None
+    storage.enqueue([new_job("s", run_at=at(50), queue="a"), new_job("s", run_at=at(20))], now=T0)
+    assert storage.seconds_until_ready(["default"], now=T0) == 20.0
+    assert storage.seconds_until_ready(["a", "default"], now=T0) == 20.0
+    assert storage.seconds_until_ready(["a"], now=T0) == 50.0
+    ready = storage.seconds_until_ready(["default"], now=at(25))
+    assert ready is not None and ready <= 0
+    assert storage.seconds_until_ready(["nothing"], now=T0) is None
+
+
+def test_limit_respected_and_no_job_twice(storage: Storage) -> None:
+    ids = storage.enqueue([new_job("l", args=[i]) for i in range(10)], now=T0)
+    first = storage.claim_jobs("w1", "default", 4, 30, now=T0)
+    second = storage.claim_jobs("w2", "default", 4, 30, now=T0)
+    third = storage.claim_jobs("w1", "default", 4, 30, now=T0)
+    assert [len(first), len(second), len(third)] == [4, 4, 2]
+    assert [c.id for c in first + second + third] == ids
+    assert storage.claim_jobs("w3", "default", 4, 30, now=T0) == []
+    assert {job(storage, c.id).worker_id for c in second} == {"w2"}
+
+
+def test_claim_counts_an_attempt_and_returns_the_job(storage: Storage) -> None:
+    (job_id,) = storage.enqueue(
+        [new_job("c", args=[1, {"a": None}], kwargs={"k": "v"}, queue="q", max_attempts=4,
+                 timeout=1.5)],
+        now=T0,
+    )
+    (claimed,) = storage.claim_jobs("w1", "q", 5, 30, now=at(1))
+    assert (claimed.id, claimed.name, claimed.queue) == (job_id, "c", "q")
+    assert (claimed.args, claimed.kwargs) == ([1, {"a": None}], {"k": "v"})
+    assert (claimed.attempt, claimed.max_attempts, claimed.timeout) == (1, 4, 1.5)
+    assert claimed.schedule_key is None and claimed.slot is None
+    running = job(storage, job_id)
+    assert running.state is JobState.RUNNING and running.attempts == 1
+    assert (running.worker_id, running.started_at) == ("w1", at(1))
+
+    storage.finish_jobs("w1", [_retry(job_id)], now=at(2))
+    (again,) = storage.claim_jobs("w2", "q", 5, 30, now=at(2))
+    assert again.attempt == 2 and job(storage, job_id).attempts == 2
+
+
+def _retry(job_id: int) -> Outcome:
+    return Outcome(job_id, OutcomeKind.RETRY, error="E: again", retry_in=0)
+
+
+def test_queue_isolation(storage: Storage) -> None:
+    a = storage.enqueue([new_job("i", queue="a") for _ in range(3)], now=T0)
+    b = storage.enqueue([new_job("i", queue="b", priority=9) for _ in range(2)], now=T0)
+    assert [c.id for c in storage.claim_jobs("w", "a", 10, 30, now=T0)] == a
+    assert storage.claim_jobs("w", "a", 10, 30, now=T0) == []
+    assert storage.claim_jobs("w", "c", 10, 30, now=T0) == []
+    assert [c.id for c in storage.claim_jobs("w", "b", 10, 30, now=T0)] == b
+
+
+def test_concurrent_claims_never_share_a_job(
+    storage: Storage, other_storages: Callable[[int], Sequence[Storage]]
+) -> None:
+    """Separate connections (as separate processes would have) claim in a tight race."""
+    n_jobs, n_threads = 600, 4
+    ids = storage.enqueue([new_job("race", args=[i]) for i in range(n_jobs)], now=T0)
+    stores = other_storages(n_threads)
+
+    def claim_all(i: int) -> list[int]:
+        rng = random.Random(i)
+        got: list[int] = []
+        while True:
+            batch = stores[i].claim_jobs(f"w{i}", "default", rng.randint(1, 4), 30, now=T0)
+            if not batch:
+                return got
+            got.extend(c.id for c in batch)
+
+    claimed = run_threads(n_threads, claim_all)
+    every = [j for got in claimed for j in got]
+    assert len(every) == len(set(every)), "a job was handed to two workers"
+    assert sorted(every) == ids
+    assert storage.count_jobs(JobFilter(state=JobState.RUNNING)) == n_jobs
+    for i, got in enumerate(claimed):
+        assert {job(storage, j).worker_id for j in got[:5]} <= {f"w{i}"}
+
+
+def test_lock_key_serializes(storage: Storage) -> None:
+    a1, a2, free, b1, a3 = storage.enqueue(
+        [
+            new_job("s", lock_key="a"),
+            new_job("s", lock_key="a"),
+            new_job("s"),
+            new_job("s", lock_key="b"),
+            new_job("s", lock_key="a"),
+        ],
+        now=T0,
+    )
+    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=T0)] == [a1, free, b1]
+    assert storage.claim_jobs("w", "default", 10, 30, now=T0) == []
+    storage.finish_jobs("w", [succeed(a1)], now=at(1))
+    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=at(1))] == [a2]
+    storage.release_jobs("w", [a2], now=at(2))  # released: still the next of its key
+    assert [c.id for c in storage.claim_jobs("w2", "default", 10, 30, now=at(2))] == [a2]
+    storage.finish_jobs("w2", [succeed(a2)], now=at(3))
+    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=at(3))] == [a3]
+
+
+def test_lock_key_under_concurrent_claims(
+    storage: Storage, other_storages: Callable[[int], Sequence[Storage]]
+) -> None:
+    keys = ["k0", "k1", "k2"]
+    jobs = [new_job("s", lock_key=keys[i % 3], args=[i]) for i in range(45)]
+    ids = storage.enqueue(jobs, now=T0)
+    key_of = {job_id: keys[i % 3] for i, job_id in enumerate(ids)}
+    stores = other_storages(4)
+    held: set[str] = set()
+    guard = threading.Lock()
+    overlaps: list[str] = []
+    done: list[int] = []
+
+    def work(i: int) -> None:
+        idle = 0
+        while idle < 200 and len(done) < len(ids):
+            batch = stores[i].claim_jobs(f"w{i}", "default", 3, 30, now=T0)
+            idle = 0 if batch else idle + 1
+            with guard:
+                for claimed in batch:
+                    key = key_of[claimed.id]
+                    if key in held:
+                        overlaps.append(key)
+                    held.add(key)
+                    done.append(claimed.id)
+            # Let go of the keys before finishing: another worker may claim a key only after
+            # its finish, so any key found held above was handed out twice by the database.
+            with guard:
+                for claimed in batch:
+                    held.discard(key_of[claimed.id])
+            stores[i].finish_jobs(f"w{i}", [succeed(c.id) for c in batch], now=T0)
+
+    run_threads(4, work)
+    assert overlaps == []
+    assert sorted(done) == ids
+    assert storage.count_jobs(JobFilter(state=JobState.SUCCEEDED)) == len(ids)
