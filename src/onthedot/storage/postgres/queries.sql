@@ -44,7 +44,7 @@ WHERE j.id IN (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED)
 RETURNING j.id, j.name, j.args, j.kwargs, j.queue, j.attempts, j.max_attempts, j.timeout,
-          j.schedule_key, j.slot;
+          j.schedule_key, j.slot, j.priority, j.run_at;
 
 -- name: finish_succeeded
 UPDATE onthedot_jobs

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from onthedot.domain.jobs import NewJob
 from onthedot.storage.sqlfile import load_queries
@@ -38,7 +39,7 @@ def enqueue_rows(
 ) -> list[int]:
     """Insert jobs one statement each (prepared); a taken unique_key yields the holder's id."""
     ids: list[int] = []
-    with conn.cursor() as cur:
+    with conn.cursor(row_factory=tuple_row) as cur:  # the caller's connection may use dict_row
         for job in jobs:
             params = job_params(job, now)
             for _ in range(5):

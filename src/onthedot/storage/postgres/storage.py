@@ -234,6 +234,8 @@ class PostgresStorage(PostgresLedger):
                 # Two workers raced for the same lock key; the index kept it to one. Try again.
                 if attempt == 2:
                     return []
+        # RETURNING order is unspecified: restore claim order.
+        rows.sort(key=lambda r: (-r[10], r[11], r[0]))
         return [
             ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows
         ]
@@ -260,7 +262,7 @@ class PostgresStorage(PostgresLedger):
                     {
                         "ids": [o.job_id for o in rest],
                         "states": [_OUTCOME_STATE[o.kind] for o in rest],
-                        "delays": [o.retry_in or 0.0 for o in rest],
+                        "delays": [float(o.retry_in or 0.0) for o in rest],
                         "results": [
                             None if o.result is None else json.dumps(o.result) for o in rest
                         ],
