@@ -155,7 +155,11 @@ class RuntimeSchedules:
                 f"schedule {key!r}: unknown option(s) {sorted(unknown)}; "
                 f"known: {', '.join(POLICY_FIELDS)}"
             )
-        if isinstance(key, str) and self._storage.get_schedule_row(key) is not None:
+        if (
+            isinstance(key, str)
+            and key not in self.declared()
+            and self._storage.get_schedule_row(key) is not None
+        ):
             raise ScheduleError(f"schedule {key!r} already exists: use update() or another key")
         decl = Declaration(
             key=key, spec=spec, job=job, args=args, kwargs=kwargs, source="dynamic", **policies
