@@ -92,7 +92,7 @@ class JobFunction(Generic[P, R]):
         queue: str | None = None,
         unique_key: str | None = None,
         max_attempts: int | None = None,
-        timeout: float | None = None,
+        timeout: float | str | timedelta | None = None,
         check_size: bool = True,
     ) -> NewJob:
         """Validate arguments and options and return the job to insert."""
@@ -111,11 +111,11 @@ class JobFunction(Generic[P, R]):
             name=self.name,
             args=args,
             kwargs=kwargs,
-            queue=_check_queue(queue or self.queue),
+            queue=_check_queue(self.queue if queue is None else queue),
             priority=_check_priority(self.priority if priority is None else priority),
             run_at=when,
             max_attempts=attempts,
-            timeout=self.timeout if timeout is None else _positive(timeout, "timeout"),
+            timeout=self.timeout if timeout is None else _timeout(timeout),
             unique_key=unique_key,
         )
 
@@ -389,7 +389,9 @@ class App:
         return self.storage.queue_stats(now=self.clock.fixed_now())
 
     # -- schedules --------------------------------------------------------------------------
-    def schedule(self, key: str, spec: Any, job: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+    def schedule(
+        self, key: str | None, spec: Any, job: Any = None, /, *args: Any, **kwargs: Any
+    ) -> Any:
         """Declare a schedule in code (see `ScheduleRegistry.declare`)."""
         return self.schedules.declare(key, spec, job, *args, **kwargs)
 
@@ -426,12 +428,6 @@ def _check_priority(priority: int) -> int:
     if not -1_000_000 <= priority <= 1_000_000:
         raise ValueError(f"priority {priority} is out of range -1000000..1000000")
     return priority
-
-
-def _positive(value: float, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
-    return float(value)
 
 
 def _timeout(value: float | str | timedelta | None) -> float | None:

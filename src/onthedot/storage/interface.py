@@ -214,8 +214,11 @@ class Storage(Protocol):
     def paused_queues(self) -> set[str]:
         """Names of paused queues."""
 
-    def job_counts(self, *, since: datetime) -> list[tuple[datetime, str, int]]:
-        """(hour bucket, final state, count) of jobs finished since `since`."""
+    def job_counts(
+        self, *, since: datetime, bucket_seconds: int = 3600
+    ) -> list[tuple[datetime, str, int]]:
+        """(bucket start, final state, count) of jobs finished since `since`, oldest bucket
+        first; buckets are `bucket_seconds` long (default one hour), aligned on the Unix epoch."""
 
     # -- schedules --------------------------------------------------------------------------
     def code_generation(self, code_hash: str) -> int:

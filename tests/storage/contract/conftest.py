@@ -8,6 +8,7 @@ so no test depends on the wall clock or sleeps.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -69,6 +70,16 @@ def run_threads(n: int, target: Callable[[int], T], *, timeout: float = 60.0) ->
     if errors:
         raise errors[0]
     return results
+
+
+def wait_until(predicate: Callable[[], T], what: str, timeout: float = 30.0) -> T:
+    """Poll `predicate` every 20 ms until it returns something truthy; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+    return value
 
 
 @pytest.fixture

@@ -5,11 +5,20 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from onthedot import JobFilter, JobState
 from onthedot.domain.jobs import Outcome, OutcomeKind
 from onthedot.storage.interface import Storage
-from tests.storage.contract.conftest import T0, at, job, new_job, run_threads, succeed
+from tests.storage.contract.conftest import (
+    T0,
+    at,
+    job,
+    new_job,
+    run_threads,
+    succeed,
+    wait_until,
+)
 
 
 def test_claim_order_is_priority_then_run_at_then_id(storage: Storage) -> None:
@@ -65,8 +74,16 @@ def test_limit_respected_and_no_job_twice(storage: Storage) -> None:
 
 def test_claim_counts_an_attempt_and_returns_the_job(storage: Storage) -> None:
     (job_id,) = storage.enqueue(
-        [new_job("c", args=[1, {"a": None}], kwargs={"k": "v"}, queue="q", max_attempts=4,
-                 timeout=1.5)],
+        [
+            new_job(
+                "c",
+                args=[1, {"a": None}],
+                kwargs={"k": "v"},
+                queue="q",
+                max_attempts=4,
+                timeout=1.5,
+            )
+        ],
         now=T0,
     )
     (claimed,) = storage.claim_jobs("w1", "q", 5, 30, now=at(1))
@@ -179,3 +196,33 @@ def test_lock_key_under_concurrent_claims(
     assert overlaps == []
     assert sorted(done) == ids
     assert storage.count_jobs(JobFilter(state=JobState.SUCCEEDED)) == len(ids)
+
+
+def test_verbs_on_the_database_clock(storage: Storage) -> None:
+    """now=None: every verb reads the database clock (PostgreSQL now(), SQLite's host clock)."""
+    start = storage.db_now()
+    assert start.utcoffset() == timedelta(0)
+    assert abs(start - datetime.now(UTC)) < timedelta(minutes=5)
+    ready, later = storage.enqueue(
+        [new_job("db", args=[1]), new_job("db", run_at=start + timedelta(hours=1))]
+    )
+    assert start <= job(storage, ready).run_at <= storage.db_now()
+    wait = storage.seconds_until_ready(["default"])
+    assert wait is not None and wait <= 0
+    (claimed,) = storage.claim_jobs("w1", "default", 10, 30)
+    assert claimed.id == ready
+    until = storage.seconds_until_ready(["default"])
+    assert until is not None and 3000 < until <= 3600
+    storage.finish_jobs("w1", [Outcome(ready, OutcomeKind.RETRY, error="E", retry_in=0)])
+    again = job(storage, ready)
+    assert again.state is JobState.QUEUED and start <= again.run_at <= storage.db_now()
+    (reclaimed,) = storage.claim_jobs("w1", "default", 10, 0)  # a lease that ends at once
+    rescued = wait_until(storage.rescue_jobs, "the zero lease to expire")
+    assert [r.id for r in rescued] == [reclaimed.id]
+    storage.claim_jobs("w1", "default", 10, 30)
+    assert storage.finish_jobs("w1", [succeed(ready)]) == 1
+    done = job(storage, ready)
+    assert done.finished_at is not None and start <= done.finished_at <= storage.db_now()
+    assert job(storage, later).state is JobState.QUEUED
+    stats = {s.queue: s for s in storage.queue_stats()}["default"]
+    assert (stats.queued, stats.ready, stats.succeeded) == (1, 0, 1)

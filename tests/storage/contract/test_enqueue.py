@@ -30,8 +30,17 @@ def test_ids_in_input_order(storage: Storage) -> None:
 
 def test_new_job_fields(storage: Storage) -> None:
     (job_id,) = storage.enqueue(
-        [new_job("full", args=[1, "x"], kwargs={"k": [None, True, 1.5]}, max_attempts=7,
-                 timeout=2.5, queue="q1", priority=-4)],
+        [
+            new_job(
+                "full",
+                args=[1, "x"],
+                kwargs={"k": [None, True, 1.5]},
+                max_attempts=7,
+                timeout=2.5,
+                queue="q1",
+                priority=-4,
+            )
+        ],
         now=T0,
     )
     j = job(storage, job_id)
@@ -157,7 +166,7 @@ def test_enqueue_many_delayed_and_item_errors(app: App, clock: ManualClock) -> N
 
     ids = later.enqueue_many([[1], [2]], delay=60)
     assert {job(app.storage, i).run_at for i in ids} == {T0 + timedelta(seconds=60)}
-    with pytest.raises(TypeError, match="'later'.*enqueue_many items"):
+    with pytest.raises(TypeError, match=r"'later'.*enqueue_many items"):
         later.enqueue_many([[1], 5])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="'later'"):
         later.enqueue_many([[1], [2, 3]])  # one bad item: nothing of the batch is inserted
@@ -178,38 +187,58 @@ def _one_line_naming_job(exc: BaseException) -> None:
     assert "'typed.job'" in text
 
 
-@pytest.mark.parametrize(
-    ("args", "kwargs"),
-    [((), {}), ((1, 2, 3), {}), ((1,), {"a": 2}), ((1,), {"b": 1, "a": 2})],
-)
-def test_arguments_must_bind(app: App, typed: Any, args: Any, kwargs: Any) -> None:
-    with pytest.raises(TypeError) as info:
-        typed.enqueue(*args, **kwargs)
-    _one_line_naming_job(info.value)
+BAD_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((), {}),
+    ((1, 2, 3), {}),
+    ((1,), {"a": 2}),
+    ((1,), {"b": 1, "a": 2}),
+]
+
+NOT_JSON: list[tuple[Any, type[Exception], str]] = [
+    ({1, 2}, TypeError, "set"),
+    (datetime(2030, 1, 1, tzinfo=UTC), TypeError, "datetime"),
+    (math.nan, ValueError, "NaN"),
+    (-math.inf, ValueError, "Infinity"),
+    ({1: "one"}, TypeError, "key"),
+    ({"deep": [{"x": {(1, 2): 0}}]}, TypeError, "key"),
+    ([b"bytes"], TypeError, "bytes"),
+    (object(), TypeError, "object"),
+]
+
+BAD_OPTIONS: list[tuple[dict[str, Any], type[Exception]]] = [
+    ({"priority": 10**7}, ValueError),
+    ({"priority": "high"}, TypeError),
+    ({"queue": "q" * 101}, ValueError),
+    ({"queue": "a,b"}, ValueError),
+    ({"run_at": datetime(2030, 1, 1)}, ValueError),  # naive on purpose
+    ({"run_at": T0, "delay": 5}, ValueError),
+    ({"max_attempts": 0}, ValueError),
+    ({"unique_key": ""}, ValueError),
+    ({"delay": "soon"}, ValueError),
+]
+
+
+def test_arguments_must_bind(app: App, typed: Any) -> None:
+    for args, kwargs in BAD_CALLS:
+        with pytest.raises(TypeError) as info:
+            typed.enqueue(*args, **kwargs)
+        _one_line_naming_job(info.value)
     assert app.storage.count_jobs(JobFilter()) == 0
 
 
-@pytest.mark.parametrize(
-    ("value", "error", "fragment"),
-    [
-        ({1, 2}, TypeError, "set"),
-        (datetime(2030, 1, 1, tzinfo=UTC), TypeError, "datetime"),
-        (math.nan, ValueError, "NaN"),
-        (-math.inf, ValueError, "Infinity"),
-        ({1: "one"}, TypeError, "key"),
-        ({"deep": [{"x": {(1, 2): 0}}]}, TypeError, "key"),
-        ([b"bytes"], TypeError, "bytes"),
-        (object(), TypeError, "object"),
-    ],
-)
-def test_arguments_must_be_json(
-    app: App, typed: Any, value: Any, error: type[Exception], fragment: str
-) -> None:
-    for call in (lambda: typed.enqueue(value), lambda: typed.enqueue(1, extra=value)):
-        with pytest.raises(error) as info:
-            call()
-        _one_line_naming_job(info.value)
-        assert fragment in str(info.value)
+def test_arguments_must_be_json(app: App, typed: Any) -> None:
+    for value, error, fragment in NOT_JSON:
+        as_arg, as_kwarg = (
+            (lambda v=value: typed.enqueue(v)),
+            (lambda v=value: typed.enqueue(1, extra=v)),
+        )
+        for call in (as_arg, as_kwarg):
+            with pytest.raises(error) as info:
+                call()
+            _one_line_naming_job(info.value)
+            assert fragment in str(info.value), (value, str(info.value))
+        with pytest.raises(error):
+            typed.enqueue_many([[1], [value]])
     assert app.storage.count_jobs(JobFilter()) == 0
 
 
@@ -224,24 +253,11 @@ def test_payload_limit(app: App, typed: Any) -> None:
     assert len(job(app.storage, job_id).args[0]) == MAX_PAYLOAD_BYTES - 100
 
 
-@pytest.mark.parametrize(
-    ("options", "error"),
-    [
-        ({"priority": 10**7}, ValueError),
-        ({"priority": "high"}, TypeError),
-        ({"queue": ""}, ValueError),
-        ({"queue": "a,b"}, ValueError),
-        ({"run_at": datetime(2030, 1, 1)}, ValueError),  # noqa: DTZ001 - naive on purpose
-        ({"run_at": T0, "delay": 5}, ValueError),
-        ({"max_attempts": 0}, ValueError),
-        ({"unique_key": ""}, ValueError),
-        ({"delay": "soon"}, ValueError),
-    ],
-)
-def test_invalid_options(app: App, typed: Any, options: dict[str, Any], error: type) -> None:
-    with pytest.raises(error) as info:
-        typed.enqueue(1, **options)
-    assert "\n" not in str(info.value)
+def test_invalid_options(app: App, typed: Any) -> None:
+    for options, error in BAD_OPTIONS:
+        with pytest.raises(error) as info:
+            typed.enqueue(1, **options)
+        assert "\n" not in str(info.value), options
     assert app.storage.count_jobs(JobFilter()) == 0
 
 
@@ -269,8 +285,9 @@ def test_transactional_enqueue_rollback_and_commit(pg_app: App, pg_url: str) -> 
         conn.rollback()
         assert pg_app.get_job(rolled_back) is None
         assert conn.execute("SELECT count(*) FROM orders").fetchone() == (0,)
+        conn.commit()
 
-        with conn.transaction():
+        with conn.transaction():  # no transaction open: this block begins and commits one
             conn.execute("INSERT INTO orders VALUES (2)")
             committed = tx.enqueue(2, connection=conn)
             many = tx.enqueue_many([[3], [4]], connection=conn)

@@ -37,6 +37,14 @@ Q = load_queries("postgres")
 _MIGRATION_LOCK = 7_283_911_044  # advisory lock key serializing concurrent `migrate` runs
 _JOB_COLUMNS = Q["job_columns"].removeprefix("SELECT").removesuffix("FROM onthedot_jobs").strip()
 _SUCCESS = OutcomeKind.SUCCEEDED
+# A failed job whose unique_key another job holds again (queued or running) stays failed on a bulk
+# retry, as do older failures of a key: retrying them would break the key's uniqueness.
+_RETRY_UNIQUE_FREE = (
+    " AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u"
+    " WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))"
+    " AND id = (SELECT max(f.id) FROM onthedot_jobs f"
+    " WHERE f.unique_key = onthedot_jobs.unique_key AND f.state IN ('failed', 'cancelled'))))"
+)
 _OUTCOME_STATE = {
     OutcomeKind.SUCCEEDED: "succeeded",
     OutcomeKind.RETRY: "queued",
@@ -180,7 +188,11 @@ class PostgresStorage(PostgresLedger):
             return []
         if connection is not None:
             return enqueue_rows(connection, jobs, now)
-        if len(jobs) == 1 or any(j.unique_key for j in jobs):
+        if len(jobs) == 1:
+            # One autocommit statement: one round trip (no BEGIN/COMMIT around it).
+            with self._conn() as conn:
+                return enqueue_rows(conn, jobs, now)
+        if any(j.unique_key for j in jobs):
             with self._tx() as conn:
                 return enqueue_rows(conn, jobs, now)
         with self._tx() as conn:
@@ -485,16 +497,30 @@ class PostgresStorage(PostgresLedger):
         return str(row[0])
 
     def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
-        with self._tx() as conn:
-            row = conn.execute(Q["retry_job"], {"id": job_id, "now": now}).fetchone()
-            if row is None:
-                state = self._require_job(conn, job_id)
-                raise InvalidJobState(
-                    f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
-                )
+        try:
+            with self._tx() as conn:
+                row = conn.execute(Q["retry_job"], {"id": job_id, "now": now}).fetchone()
+                if row is None:
+                    state = self._require_job(conn, job_id)
+                    raise InvalidJobState(
+                        f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
+                    )
+        except pg_errors.UniqueViolation:
+            raise self._unique_taken(job_id) from None
         job = self.get_job(job_id)
         assert job is not None
         return job
+
+    def _unique_taken(self, job_id: int) -> InvalidJobState:
+        job = self.get_job(job_id)
+        key = None if job is None else job.unique_key
+        with self._conn() as conn:
+            row = conn.execute(Q["find_unique"], {"unique_key": key}).fetchone()
+        holder = f"job {row[0]}" if row else "another job"
+        return InvalidJobState(
+            f"job {job_id} cannot be retried: {holder} with its unique_key {key!r} is queued "
+            "or running"
+        )
 
     def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
         with self._tx() as conn:
@@ -529,7 +555,7 @@ class PostgresStorage(PostgresLedger):
                 "UPDATE onthedot_jobs SET state = 'queued', run_at = COALESCE(%(now)s, now()),"
                 " attempts = 0, finished_at = NULL, started_at = NULL, worker_id = NULL,"
                 " lease_until = NULL, cancel_requested = false"
-                f"{where}{glue}state IN ('failed', 'cancelled')"
+                f"{where}{glue}state IN ('failed', 'cancelled'){_RETRY_UNIQUE_FREE}"
             )
         elif action == "cancel":
             sql = (
@@ -551,7 +577,14 @@ class PostgresStorage(PostgresLedger):
         with self._conn() as conn:
             return {r[0] for r in conn.execute(Q["paused_queues"], prepare=True).fetchall()}
 
-    def job_counts(self, *, since: datetime) -> list[tuple[datetime, str, int]]:
+    def job_counts(
+        self, *, since: datetime, bucket_seconds: int = 3600
+    ) -> list[tuple[datetime, str, int]]:
+        if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, int):
+            raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
+        if bucket_seconds < 1:
+            raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
+        params = {"since": since, "bucket": bucket_seconds}
         with self._conn() as conn:
-            rows = conn.execute(Q["job_counts"], {"since": since}).fetchall()
+            rows = conn.execute(Q["job_counts"], params).fetchall()
         return [(r[0].astimezone(UTC), r[1], int(r[2])) for r in rows]

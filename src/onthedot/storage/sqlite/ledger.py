@@ -149,13 +149,15 @@ class SqliteLedger:
     ) -> TickResult:
         ts = self._now(now)
         db_now = from_ts(ts)
-        # Read first without the write lock: an idle tick never blocks other writers.
+        # Read first without the write lock: an idle tick never blocks other writers. It still
+        # reports the fence, or a fenced scheduler would believe itself unfenced while idle.
         with self._conn() as conn:
             due = conn.execute(
                 "SELECT 1 FROM onthedot_schedules WHERE next_due_at <= ? LIMIT 1", (ts,)
             ).fetchone()
-        if due is None:
-            return TickResult(now=db_now, rows=0)
+            if due is None:
+                fenced = self._fenced(conn, generation, fence_ttl, ts)
+                return TickResult(now=db_now, rows=0, fenced=fenced)
         with self._tx() as conn:
             if self._fenced(conn, generation, fence_ttl, ts):
                 return TickResult(now=db_now, rows=0, fenced=True)

@@ -183,7 +183,7 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: job_counts
-SELECT CAST(finished_at / 3600 AS INTEGER) * 3600, state, count(*)
+SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
 FROM onthedot_jobs
 WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
 GROUP BY 1, 2

@@ -45,6 +45,14 @@ _OUTCOME_STATE = {
     OutcomeKind.CANCELLED: "cancelled",
 }
 _BUSY_RETRY_SECONDS = 60.0
+# A failed job whose unique_key another job holds again (queued or running) stays failed on a bulk
+# retry, as do older failures of a key: retrying them would break the key's uniqueness.
+_RETRY_UNIQUE_FREE = (
+    " AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u"
+    " WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))"
+    " AND id = (SELECT max(f.id) FROM onthedot_jobs f"
+    " WHERE f.unique_key = onthedot_jobs.unique_key AND f.state IN ('failed', 'cancelled'))))"
+)
 
 
 def _loads(text: str | None) -> Any:
@@ -549,18 +557,32 @@ class SqliteStorage(SqliteLedger):
         return str(row[0])
 
     def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
-        with self._tx() as conn:
-            if (
-                conn.execute(Q["retry_job"], {"id": job_id, "now": self._now(now)}).fetchone()
-                is None
-            ):
-                state = self._job_state(conn, job_id)
-                raise InvalidJobState(
-                    f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
-                )
+        try:
+            with self._tx() as conn:
+                if (
+                    conn.execute(Q["retry_job"], {"id": job_id, "now": self._now(now)}).fetchone()
+                    is None
+                ):
+                    state = self._job_state(conn, job_id)
+                    raise InvalidJobState(
+                        f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
+                    )
+        except sqlite3.IntegrityError:
+            raise self._unique_taken(job_id) from None
         job = self.get_job(job_id)
         assert job is not None
         return job
+
+    def _unique_taken(self, job_id: int) -> InvalidJobState:
+        job = self.get_job(job_id)
+        key = None if job is None else job.unique_key
+        with self._conn() as conn:
+            row = conn.execute(Q["find_unique"], {"unique_key": key}).fetchone()
+        holder = f"job {row[0]}" if row else "another job"
+        return InvalidJobState(
+            f"job {job_id} cannot be retried: {holder} with its unique_key {key!r} is queued "
+            "or running"
+        )
 
     def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
         with self._tx() as conn:
@@ -596,6 +618,7 @@ class SqliteStorage(SqliteLedger):
                 "UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0,"
                 " finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,"
                 f" cancel_requested = 0{where}{glue}state IN ('failed', 'cancelled')"
+                f"{_RETRY_UNIQUE_FREE}"
             )
         elif action == "cancel":
             sql = (
@@ -620,10 +643,19 @@ class SqliteStorage(SqliteLedger):
         with self._conn() as conn:
             return {r[0] for r in conn.execute(Q["paused_queues"]).fetchall()}
 
-    def job_counts(self, *, since: datetime) -> list[tuple[datetime, str, int]]:
+    def job_counts(
+        self, *, since: datetime, bucket_seconds: int = 3600
+    ) -> list[tuple[datetime, str, int]]:
+        params = {"since": to_ts(since), "bucket": _bucket(bucket_seconds)}
         with self._conn() as conn:
-            rows = conn.execute(Q["job_counts"], {"since": to_ts(since)}).fetchall()
+            rows = conn.execute(Q["job_counts"], params).fetchall()
         return [(datetime.fromtimestamp(r[0], UTC), r[1], int(r[2])) for r in rows]
+
+
+def _bucket(seconds: int) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+        raise ValueError(f"bucket_seconds must be a positive int, got {seconds!r}")
+    return seconds
 
 
 def _split_statements(sql: str) -> list[str]:

@@ -1,0 +1,210 @@
+"""Leases and workers: heartbeat, rescue, worker rows, maintenance turns, pruning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from onthedot import JobFilter, JobState
+from onthedot.domain.jobs import Outcome, OutcomeKind
+from onthedot.storage.interface import Storage, WorkerInfo
+from tests.storage.contract.conftest import T0, at, job, new_job, run_threads, succeed
+
+
+def _worker(worker_id: str, **fields: object) -> WorkerInfo:
+    info = {"hostname": "host-a", "pid": 4242, "queues": ("default",), "concurrency": 4}
+    info.update(fields)
+    return WorkerInfo(id=worker_id, **info)  # type: ignore[arg-type]
+
+
+def test_heartbeat_extends_leases(storage: Storage) -> None:
+    mine = storage.enqueue([new_job("h"), new_job("h")], now=T0)
+    (theirs,) = storage.enqueue([new_job("h", queue="other")], now=T0)
+    storage.claim_jobs("w1", "default", 2, 10, now=T0)  # leased until T0+10
+    storage.claim_jobs("w2", "other", 1, 10, now=T0)
+    assert storage.heartbeat("w1", 10, now=at(8)) == set()  # w1's leases: until T0+18
+    rescued = storage.rescue_jobs(now=at(12))
+    assert [r.id for r in rescued] == [theirs]
+    assert storage.rescue_jobs(now=at(17.5)) == []
+    assert {job(storage, i).state for i in mine} == {JobState.RUNNING}
+    assert sorted(r.id for r in storage.rescue_jobs(now=at(18.5))) == mine
+
+
+def test_heartbeat_returns_cancel_requests(storage: Storage) -> None:
+    a, b = storage.enqueue([new_job("h"), new_job("h")], now=T0)
+    storage.claim_jobs("w1", "default", 2, 30, now=T0)
+    assert storage.heartbeat("w1", 30, now=at(1)) == set()
+    storage.cancel_job(b, now=at(2))
+    assert job(storage, b).cancel_requested and job(storage, b).state is JobState.RUNNING
+    assert storage.heartbeat("w1", 30, now=at(3)) == {b}
+    assert storage.heartbeat("w2", 30, now=at(3)) == set()
+    storage.finish_jobs("w1", [Outcome(b, OutcomeKind.CANCELLED)], now=at(4))
+    assert storage.heartbeat("w1", 30, now=at(5)) == set()
+    assert job(storage, b).state is JobState.CANCELLED and not job(storage, b).cancel_requested
+    assert job(storage, a).state is JobState.RUNNING
+
+
+def test_rescue_requeues_or_fails(storage: Storage) -> None:
+    again, last = storage.enqueue(
+        [new_job("r", max_attempts=2), new_job("r", max_attempts=1)], now=T0
+    )
+    storage.claim_jobs("w1", "default", 2, 5, now=T0)
+    assert storage.rescue_jobs(now=at(5)) == []  # the lease runs until T0+5 inclusive
+    rescued = {r.id: r for r in storage.rescue_jobs(now=at(6))}
+    assert set(rescued) == {again, last}
+    assert (rescued[again].name, rescued[again].attempt, rescued[again].requeued) == ("r", 1, True)
+    assert (rescued[last].attempt, rescued[last].requeued) == (1, False)
+
+    requeued = job(storage, again)
+    assert (requeued.state, requeued.run_at, requeued.finished_at) == (JobState.QUEUED, at(6), None)
+    assert requeued.error is not None and requeued.error.startswith("WorkerLost")
+    assert [(e["attempt"], e["worker_id"]) for e in requeued.errors] == [(1, "w1")]
+    assert "WorkerLost" in requeued.errors[0]["error"]
+    failed = job(storage, last)
+    assert (failed.state, failed.finished_at) == (JobState.FAILED, at(6))
+    assert failed.error is not None and failed.error.startswith("WorkerLost")
+
+    # The requeued job runs its second (and last) attempt; losing that one fails it for good.
+    (claimed,) = storage.claim_jobs("w2", "default", 5, 5, now=at(7))
+    assert (claimed.id, claimed.attempt) == (again, 2)
+    (second,) = storage.rescue_jobs(now=at(20))
+    assert (second.id, second.attempt, second.requeued) == (again, 2, False)
+    assert len(job(storage, again).errors) == 2
+    assert storage.rescue_jobs(now=at(100)) == []
+
+
+def test_rescue_respects_limit(storage: Storage) -> None:
+    ids = storage.enqueue([new_job("r") for _ in range(5)], now=T0)
+    storage.claim_jobs("w1", "default", 5, 1, now=T0)
+    first = storage.rescue_jobs(now=at(2), limit=3)
+    rest = storage.rescue_jobs(now=at(2), limit=3)
+    assert (len(first), len(rest)) == (3, 2)
+    assert sorted(r.id for r in first + rest) == ids
+
+
+def test_concurrent_rescue_is_idempotent(
+    storage: Storage, other_storages: Callable[[int], Sequence[Storage]]
+) -> None:
+    ids = storage.enqueue([new_job("r") for _ in range(300)], now=T0)
+    storage.claim_jobs("w1", "default", 300, 1, now=T0)
+    stores = other_storages(4)
+
+    def rescue(i: int) -> list[int]:
+        got: list[int] = []
+        while batch := stores[i].rescue_jobs(now=at(5), limit=25):
+            got.extend(r.id for r in batch)
+        return got
+
+    results = run_threads(4, rescue)
+    every = [j for got in results for j in got]
+    assert len(every) == len(set(every)), "a job was rescued twice"
+    assert sorted(every) == ids
+    assert {len(job(storage, i).errors) for i in ids[::50]} == {1}
+    assert storage.count_jobs(JobFilter(state=JobState.QUEUED)) == 300
+
+
+def test_worker_rows(storage: Storage) -> None:
+    assert storage.list_workers(now=T0) == []
+    storage.register_worker(_worker("w1", queues=("a", "b"), scheduler=False), now=T0)
+    storage.register_worker(_worker("w2", generation=3, pid=7), now=at(10))
+    (job_id,) = storage.enqueue([new_job("x")], now=T0)
+    storage.claim_jobs("w1", "default", 1, 30, now=at(10))
+
+    w2, w1 = storage.list_workers(now=at(15))  # newest first
+    assert (w1.id, w1.hostname, w1.pid, w1.queues, w1.concurrency) == (
+        "w1",
+        "host-a",
+        4242,
+        ("a", "b"),
+        4,
+    )
+    assert (w1.scheduler, w1.generation, w1.stopping, w1.running_jobs) == (False, 0, False, 1)
+    assert (w1.started_at, w1.heartbeat_at, w1.heartbeat_age) == (T0, T0, 15.0)
+    assert (w2.id, w2.pid, w2.generation, w2.scheduler, w2.running_jobs) == ("w2", 7, 3, True, 0)
+    assert w2.heartbeat_age == 5.0
+    assert w1.to_json()["queues"] == ["a", "b"]
+
+    storage.heartbeat("w1", 30, now=at(14))
+    storage.set_worker_stopping("w1")
+    w1 = next(w for w in storage.list_workers(now=at(15)) if w.id == "w1")
+    assert (w1.heartbeat_at, w1.heartbeat_age, w1.stopping) == (at(14), 1.0, True)
+
+    # Registering again (a restart under the same id) clears `stopping`.
+    storage.register_worker(_worker("w1", generation=4), now=at(20))
+    w1 = next(w for w in storage.list_workers(now=at(20)) if w.id == "w1")
+    assert (w1.stopping, w1.generation, w1.heartbeat_at) == (False, 4, at(20))
+
+    storage.deregister_worker("w1")
+    storage.deregister_worker("nobody")
+    assert [w.id for w in storage.list_workers(now=at(20))] == ["w2"]
+    assert job(storage, job_id).state is JobState.RUNNING  # deregistering leaves jobs to rescue
+
+
+def test_acquire_maintenance(storage: Storage) -> None:
+    assert storage.acquire_maintenance("prune", 60, "w1", now=T0)
+    assert not storage.acquire_maintenance("prune", 60, "w2", now=T0)
+    assert not storage.acquire_maintenance("prune", 60, "w1", now=at(59.9))
+    assert storage.acquire_maintenance("rescue", 60, "w2", now=at(1))  # tasks are independent
+    assert storage.acquire_maintenance("prune", 60, "w2", now=at(60))
+    assert not storage.acquire_maintenance("prune", 60, "w1", now=at(61))
+    assert storage.acquire_maintenance("prune", 60, "w1", now=at(500))
+
+
+def test_acquire_maintenance_one_winner_per_interval(
+    storage: Storage, other_storages: Callable[[int], Sequence[Storage]]
+) -> None:
+    stores = other_storages(6)
+    for round_no in range(5):
+        now = at(round_no * 10)
+        wins = run_threads(
+            6, lambda i, now=now: stores[i].acquire_maintenance("tick", 10, f"w{i}", now=now)
+        )
+        assert sum(wins) == 1, f"round {round_no}: {wins}"
+
+
+def test_prune_deletes_only_old_finished_jobs_and_old_workers(storage: Storage) -> None:
+    done_old, failed_old, cancelled_old, done_new, running, queued_old = storage.enqueue(
+        [new_job("p", queue=q) for q in ("a", "b", "c", "d", "e", "zz")], now=T0
+    )
+    for q in "abc":
+        storage.claim_jobs("w", q, 1, 10_000, now=T0)
+    storage.finish_jobs(
+        "w",
+        [
+            succeed(done_old),
+            Outcome(failed_old, OutcomeKind.FAILED, error="E"),
+            Outcome(cancelled_old, OutcomeKind.CANCELLED),
+        ],
+        now=at(10),
+    )
+    storage.claim_jobs("w", "d", 1, 10_000, now=T0)
+    storage.finish_jobs("w", [succeed(done_new)], now=at(100))
+    storage.claim_jobs("w", "e", 1, 10_000, now=T0)
+    storage.register_worker(_worker("old"), now=T0)
+    storage.register_worker(_worker("young"), now=at(100))
+
+    counts = storage.prune(older_than=at(50), workers_older_than=at(50))
+    assert counts["jobs"] == 3 and counts["workers"] == 1
+    for gone in (done_old, failed_old, cancelled_old):
+        assert storage.get_job(gone) is None
+    assert job(storage, done_new).state is JobState.SUCCEEDED
+    assert job(storage, running).state is JobState.RUNNING
+    assert job(storage, queued_old).state is JobState.QUEUED
+    assert [w.id for w in storage.list_workers(now=at(100))] == ["young"]
+    again = storage.prune(older_than=at(50), workers_older_than=at(50))
+    assert (again["jobs"], again["workers"]) == (0, 0)
+    # Finishing exactly at the cut-off is not "before" it.
+    assert storage.prune(older_than=at(100), workers_older_than=T0)["jobs"] == 0
+    assert storage.prune(older_than=at(100.001), workers_older_than=T0)["jobs"] == 1
+
+
+def test_workers_and_maintenance_on_the_database_clock(storage: Storage) -> None:
+    start = storage.db_now()
+    storage.register_worker(_worker("w1"))
+    storage.heartbeat("w1", 30)
+    (row,) = storage.list_workers()
+    assert start <= row.started_at <= row.heartbeat_at <= storage.db_now()
+    assert 0 <= row.heartbeat_age < 300
+    assert storage.acquire_maintenance("task", 3600, "w1")
+    assert not storage.acquire_maintenance("task", 3600, "w2")
+    assert storage.prune(older_than=start, workers_older_than=start)["workers"] == 0
+    assert storage.prune(older_than=start, workers_older_than=storage.db_now())["workers"] == 1

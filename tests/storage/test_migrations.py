@@ -1,0 +1,230 @@
+"""Migrations: zero to latest on both backends, idempotent, safe under concurrency (threads and
+processes), the schema check of a PostgreSQL app, and both dialects building the same schema."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+
+from onthedot import App, SchemaOutOfDate
+from onthedot.config import parse_database_url
+from onthedot.storage import open_storage
+from onthedot.storage.interface import Storage
+from onthedot.storage.sqlfile import load_migrations
+from tests.storage.contract.conftest import T0, new_job, run_threads
+
+Catalog = dict[str, set[str]]
+
+
+def _latest(url: str) -> int:
+    backend = "sqlite" if url.startswith("sqlite") else "postgres"
+    return len(load_migrations(backend))
+
+
+@pytest.fixture
+def bare(db_url: str) -> Iterator[Storage]:
+    """A storage on an empty database that migrates only when told to."""
+    storage = open_storage(db_url, auto_migrate=False)
+    yield storage
+    storage.close()
+
+
+def test_migrate_from_zero_to_latest(bare: Storage, db_url: str) -> None:
+    latest = _latest(db_url)
+    assert latest >= 1
+    assert bare.schema_version() == (0, latest)
+    assert bare.migrate() == list(range(1, latest + 1))
+    assert bare.schema_version() == (latest, latest)
+    (job_id,) = bare.enqueue([new_job("m")], now=T0)
+    assert bare.get_job(job_id) is not None
+
+
+def test_migrate_twice_is_idempotent(bare: Storage, db_url: str) -> None:
+    latest = _latest(db_url)
+    bare.migrate()
+    (job_id,) = bare.enqueue([new_job("keep", args=[1])], now=T0)
+    assert bare.migrate() == []
+    assert bare.migrate() == []
+    assert bare.schema_version() == (latest, latest)
+    kept = bare.get_job(job_id)
+    assert kept is not None and kept.args == [1]
+
+
+def test_concurrent_migrate_from_threads(db_url: str) -> None:
+    n = 5
+    storages = [open_storage(db_url, auto_migrate=False) for _ in range(n)]
+    try:
+        applied = run_threads(n, lambda i: storages[i].migrate())
+    finally:
+        for s in storages:
+            s.close()
+    latest = _latest(db_url)
+    assert sorted(v for versions in applied for v in versions) == list(range(1, latest + 1))
+    with _opened(db_url) as check:
+        assert check.schema_version() == (latest, latest)
+
+
+def test_concurrent_migrate_from_processes(db_url: str) -> None:
+    n = 3
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "onthedot", "--database", db_url, "migrate"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    outputs = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, f"migrate exited {p.returncode}: {err.strip()[-500:]}"
+        outputs.append(out)
+    latest = _latest(db_url)
+    applied = [o for o in outputs if o.startswith("applied migration")]
+    assert len(applied) == 1, outputs  # exactly one process did the work
+    assert all(f"version {latest}" in o for o in outputs), outputs
+    with _opened(db_url) as check:
+        assert check.schema_version() == (latest, latest)
+
+
+@contextmanager
+def _opened(url: str) -> Iterator[Storage]:
+    """A storage for a check, closed afterwards."""
+    storage = open_storage(url, auto_migrate=False)
+    try:
+        yield storage
+    finally:
+        storage.close()
+
+
+def test_postgres_app_refuses_a_schema_behind(pg_url: str) -> None:
+    latest = _latest(pg_url)
+    app = App(pg_url, log_events=False)
+
+    @app.job(name="x")
+    def x() -> None: ...
+
+    try:
+        with pytest.raises(SchemaOutOfDate) as info:
+            x.enqueue()
+        message = str(info.value)
+        assert "\n" not in message
+        assert "onthedot migrate" in message and f"needs {latest}" in message
+        assert "version 0" in message
+        with pytest.raises(SchemaOutOfDate):
+            app.list_jobs()  # refused again, not just once
+        assert app.migrate() == list(range(1, latest + 1))  # catching up makes it usable
+        assert app.get_job(x.enqueue()) is not None
+    finally:
+        app.close()
+
+    # A database whose recorded version is behind this code (as after a downgrade of the data).
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM onthedot_schema_version WHERE version = %s", (latest,))
+    behind = App(pg_url, log_events=False)
+    try:
+        with pytest.raises(SchemaOutOfDate, match=r"version \d+, .*run `onthedot migrate`"):
+            behind.list_jobs()
+    finally:
+        behind.close()
+
+
+def test_postgres_app_refuses_a_schema_ahead(pg_url: str) -> None:
+    latest = _latest(pg_url)
+    App(pg_url, log_events=False).migrate()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO onthedot_schema_version (version, name) VALUES (%s, 'future')",
+            (latest + 1,),
+        )
+    ahead = App(pg_url, log_events=False)
+    try:
+        with pytest.raises(SchemaOutOfDate, match="upgrade onthedot"):
+            ahead.list_jobs()
+    finally:
+        ahead.close()
+
+
+def test_sqlite_app_migrates_itself(sqlite_url: str) -> None:
+    app = App(sqlite_url, log_events=False)
+    try:
+        assert app.list_jobs() == []
+        latest = _latest(sqlite_url)
+        assert app.storage.schema_version() == (latest, latest)
+    finally:
+        app.close()
+
+
+def _sqlite_catalog(url: str) -> Catalog:
+    path = parse_database_url(url).path
+    assert path is not None
+    with sqlite3.connect(path) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'onthedot%'"
+            )
+        }
+        # Indexes written in the migration (automatic ones for keys have no SQL).
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+            )
+        }
+        catalog: Catalog = {"tables": tables, "indexes": indexes}
+        for table in tables:
+            columns = conn.execute(f"SELECT name FROM pragma_table_info('{table}')")
+            catalog[table] = {r[0] for r in columns}
+    conn.close()
+    return catalog
+
+
+def _postgres_catalog(url: str) -> Catalog:
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_name LIKE 'onthedot%%'"
+            )
+        }
+        # Indexes written in the migration (not the ones backing a key constraint).
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_index i"
+                " JOIN pg_class c ON c.oid = i.indexrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = current_schema()"
+                " AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)"
+            )
+        }
+        catalog: Catalog = {"tables": tables, "indexes": indexes}
+        for table in tables:
+            columns = conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = %s",
+                (table,),
+            )
+            catalog[table] = {r[0] for r in columns}
+    return catalog
+
+
+def test_both_dialects_build_the_same_schema(sqlite_url: str, pg_url: str) -> None:
+    for url in (sqlite_url, pg_url):
+        with _opened(url) as storage:
+            storage.migrate()
+    lite, pg = _sqlite_catalog(sqlite_url), _postgres_catalog(pg_url)
+    assert "onthedot_jobs" in lite["tables"] and "onthedot_jobs_ready" in lite["indexes"]
+    assert lite["tables"] == pg["tables"]
+    assert lite["indexes"] == pg["indexes"]
+    for table in sorted(lite["tables"]):
+        assert lite[table] == pg[table], table
