@@ -199,7 +199,7 @@ def test_sync_timeout_on_the_last_attempt_fails_the_job(app: App) -> None:
     release = threading.Event()
     returned = threading.Event()
 
-    @app.job(name="stuck", timeout="200ms", max_attempts=1)
+    @app.job(name="stuck", timeout=0.2, max_attempts=1)
     def stuck() -> str:
         release.wait(DEADLINE)
         returned.set()
@@ -300,7 +300,11 @@ def test_system_exit_and_base_exceptions_do_not_kill_the_worker(app: App) -> Non
         jobs = [wait_state(app, i, JobState.FAILED) for i in ids]
         assert wait_state(app, fine.enqueue(), JobState.SUCCEEDED).result == "still here"
         assert worker.processed == 4
-    assert [j.error for j in jobs] == ["SystemExit: 3", "Fatal: not an Exception", "SystemExit: async exit"]
+    assert [j.error for j in jobs] == [
+        "SystemExit: 3",
+        "Fatal: not an Exception",
+        "SystemExit: async exit",
+    ]
 
 
 def test_unknown_job_name_is_retried_then_failed_and_the_worker_continues(app: App) -> None:
@@ -498,3 +502,51 @@ def test_jobs_enqueued_while_running_wake_the_worker(app: App) -> None:
         ids = [echo.enqueue(i) for i in range(5)]
         results = [wait_state(app, i, JobState.SUCCEEDED).result for i in ids]
     assert results == [0, 1, 2, 3, 4]
+
+
+def test_jobs_enqueued_elsewhere_wake_the_worker(app: App, db_url: str) -> None:
+    """No in-process shortcut: LISTEN/NOTIFY (PostgreSQL) or the data_version watch (SQLite)
+    wakes a worker whose poll interval is far longer than the wait."""
+
+    @app.job(name="woken")
+    def woken(x: int) -> int:
+        return x
+
+    other = App(db_url, log_events=False)
+    other.job(name="woken")(lambda x: x)
+    try:
+        with running(app, poll_interval=600.0):
+            for i in range(3):  # one at a time, so the worker is idle when each arrives
+                job_id = other.jobs["woken"].enqueue(i)
+                assert wait_state(app, job_id, JobState.SUCCEEDED).result == i
+    finally:
+        other.close()
+
+
+def test_sync_jobs_run_in_parallel_up_to_concurrency(app: App) -> None:
+    barrier = threading.Barrier(3, timeout=DEADLINE)
+
+    @app.job(name="together")
+    def together() -> int:
+        return barrier.wait()  # breaks (and fails the job) unless three run at once
+
+    ids = together.enqueue_many([[], [], []])
+    with running(app, concurrency=3):
+        jobs = [wait_state(app, i, JobState.SUCCEEDED, JobState.FAILED) for i in ids]
+    assert [j.error for j in jobs] == [None, None, None]
+    assert sorted(j.result for j in jobs) == [0, 1, 2]
+
+
+def test_enqueue_options_override_the_job_defaults(app: App) -> None:
+    @app.job(name="configured", queue="q1", priority=1, max_attempts=2, timeout="1m")
+    def configured() -> None:
+        return None
+
+    plain = get(app, configured.enqueue())
+    assert (plain.queue, plain.priority, plain.max_attempts, plain.timeout) == ("q1", 1, 2, 60.0)
+    custom = get(app, configured.enqueue(queue="q2", priority=-3, max_attempts=7, timeout="1h30m"))
+    assert (custom.queue, custom.priority, custom.max_attempts) == ("q2", -3, 7)
+    assert custom.timeout == 5400.0
+    assert get(app, configured.enqueue(timeout=2.5)).timeout == 2.5
+    with pytest.raises(ValueError, match="invalid timeout"):
+        configured.enqueue(timeout=0)

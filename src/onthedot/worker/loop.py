@@ -252,16 +252,18 @@ class Worker:
                     len(unstarted),
                     exc,
                 )
+        # Wait for every job taken and not yet finished (`_inflight`, now that the buffer is
+        # empty), not only those in `_running`: an executor may have just taken a job and not
+        # registered it yet. A timed-out job was already finished and is not waited for.
         deadline = time.monotonic() + self.grace
         while not self._hard_stop.is_set() and time.monotonic() < deadline:
-            with self._running_lock:
-                busy = [r for r in self._running.values() if not r.timed_out]
-            if not busy:
-                break
+            with self._cond:
+                if self._inflight <= 0:
+                    break
             self._hard_stop.wait(0.02)
-        with self._running_lock:
-            left = len([r for r in self._running.values() if not r.timed_out])
-        if left:
+        with self._cond:
+            left = self._inflight
+        if left > 0:
             log.warning(
                 "stopping with %d job(s) still running; they will be rescued after "
                 "their lease expires",
@@ -275,9 +277,14 @@ class Worker:
         if self.scheduler is not None:
             self.scheduler.stop()
         self._outcomes.put(_STOP)
+        # Join the threads that use storage, so that closing the app after run() returns never
+        # pulls connections from under a heartbeat or a tick (briefly only at a hard stop).
+        settle = 1.0 if self._hard_stop.is_set() else 10.0
         for thread in self._threads:
             if thread.name == "onthedot-completer":
                 thread.join(timeout=10)
+            elif thread.name in ("onthedot-keeper", "onthedot-scheduler"):
+                thread.join(timeout=settle)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         self.wakeup.stop()
@@ -441,7 +448,10 @@ class Worker:
             return False
         outcome = execute.run_sync(jf.fn, job, self._context(job), jf.backoff)
         with self._running_lock:
-            self._running.pop(job.id, None)
+            # A thread abandoned at its timeout may return while a later attempt of the same
+            # job runs here: remove only our own entry.
+            if self._running.get(job.id) is running:
+                del self._running[job.id]
             retired = running.timed_out
         if retired:
             return True  # the keeper already failed the job and started a replacement thread
@@ -563,10 +573,14 @@ class Worker:
         if cancel:
             self._cancel_requested.update(cancel)
             with self._running_lock:
-                for job_id in cancel:
-                    running = self._running.get(job_id)
-                    if running is not None and running.future is not None:
-                        running.future.cancel()
+                futures = [
+                    r.future
+                    for r in map(self._running.get, cancel)
+                    if r is not None and r.future is not None
+                ]
+            # Outside the lock: cancel() runs the done callback, which takes the lock.
+            for future in futures:
+                future.cancel()
         if self._cancel_requested:
             with self._running_lock:
                 self._cancel_requested.intersection_update(self._running)

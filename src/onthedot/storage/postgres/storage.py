@@ -58,6 +58,14 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _utc_z(entry: dict[str, Any]) -> dict[str, Any]:
+    """Error-history instants read `...Z` on every backend."""
+    at = entry.get("at")
+    if isinstance(at, str) and at.endswith("+00:00"):
+        return {**entry, "at": at[:-6] + "Z"}
+    return entry
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET TIME ZONE 'UTC'")
 
@@ -427,7 +435,7 @@ class PostgresStorage(PostgresLedger):
             error=r[19],
             traceback=r[20],
             cancel_requested=r[21],
-            errors=r[22] or [],
+            errors=[_utc_z(e) for e in r[22] or []],
         )
 
     def get_job(self, job_id: int) -> Job | None:

@@ -1,0 +1,285 @@
+"""The web admin in a real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright;
+no browser is ever downloaded): pause a schedule and run it now from the schedules page, and an
+XSS probe in job arguments stays inert. Also saves the screenshots of the main pages (into
+docs/screenshots when $ONTHEDOT_SCREENSHOTS is set, else into the test's folder).
+
+Skipped when /usr/bin/chromium is absent, except under CI=true, where it fails."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onthedot import App, JobFilter
+from onthedot.domain.jobs import Outcome, OutcomeKind
+from onthedot.storage.interface import WorkerInfo
+from onthedot.testing import drain, tick
+from onthedot.web import asgi
+from onthedot.web.security import Credentials
+
+CHROMIUM = Path("/usr/bin/chromium")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+XSS_IMG = "<img src=x onerror=alert('img')>"
+XSS_SCRIPT = "</script><script>alert('script')</script>"
+TIMEOUT_MS = 30_000
+
+
+def _need_browser() -> Any:
+    if not CHROMIUM.exists():
+        if IN_CI:
+            pytest.fail("/usr/bin/chromium is missing (.ci/run installs Debian's chromium)")
+        pytest.skip("/usr/bin/chromium is missing: apt-get install -y chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if IN_CI:
+            pytest.fail("the playwright package is missing (it is in the dev extra)")
+        pytest.skip("the playwright package is missing: pip install -e '.[dev]'")
+    return sync_playwright
+
+
+def _ok(value: Any = None) -> Any:
+    return value
+
+
+def _failing(*reasons: Any) -> None:
+    raise RuntimeError(" ".join(map(str, reasons)))
+
+
+def build_app(url: str) -> App:
+    app = App(url, log_events=False, lease=30.0)
+    app.job(name="reports.send", queue="reports")(_ok)
+    app.job(name="mail.welcome", queue="mail")(_ok)
+    app.job(name="billing.charge", queue="billing", max_attempts=1)(_failing)
+    app.schedule(
+        "nightly-report", "0 2 * * *", "reports.send", args=["all"], timezone="Europe/Paris"
+    )
+    app.schedule("cache-refresh", "*/5 * * * *", "mail.welcome", catchup="all")
+    app.schedule("weekly-digest", "0 9 * * MON", "mail.welcome", timezone="America/New_York")
+    app.migrate()
+    return app
+
+
+def seed(app: App) -> None:
+    """A realistic picture: finished jobs spread over the last day, failures with
+    tracebacks, a history for a schedule, workers, a paused schedule, a runtime one."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    tick(app, now - timedelta(minutes=42))
+    tick(app, now - timedelta(minutes=1))  # catch-up "all": a slot every 5 minutes
+    drain(app, queues=["mail"])
+    app.storage.register_worker(WorkerInfo("web-1-4f2a", "web-1", 4242, ("default", "mail"), 8))
+    app.storage.register_worker(WorkerInfo("batch-7c1e", "batch-1", 77, ("reports",), 2))
+    for hours in range(23, -1, -1):
+        at = now - timedelta(hours=hours, minutes=(hours * 17) % 50)
+        n = 3 + (hours * 7) % 9
+        ids = app.resolve("reports.send").enqueue_many(
+            [[f"report-{hours}-{i}"] for i in range(n)], run_at=at - timedelta(seconds=30)
+        )
+        claimed = app.storage.claim_jobs("batch-7c1e", "reports", len(ids), 60.0, now=at)
+        outcomes = [
+            Outcome(
+                c.id,
+                OutcomeKind.FAILED if i % 6 == 5 else OutcomeKind.SUCCEEDED,
+                error="TimeoutError: upstream took too long" if i % 6 == 5 else None,
+            )
+            for i, c in enumerate(claimed)
+        ]
+        app.storage.finish_jobs("batch-7c1e", outcomes, now=at)
+    for minutes in range(58, 0, -4):
+        at = now - timedelta(minutes=minutes, seconds=20)
+        ids = app.resolve("mail.welcome").enqueue_many(
+            [[{"user_id": 900 + minutes * 10 + i}] for i in range(1 + minutes % 5)],
+            run_at=at - timedelta(seconds=5),
+        )
+        claimed = app.storage.claim_jobs("web-1-4f2a", "mail", len(ids), 60.0, now=at)
+        outcomes = [Outcome(c.id, OutcomeKind.SUCCEEDED) for c in claimed]
+        if minutes % 12 == 2:
+            outcomes[-1] = Outcome(claimed[-1].id, OutcomeKind.FAILED, error="SMTPError: 451")
+        app.storage.finish_jobs("web-1-4f2a", outcomes, now=at)
+    app.storage.register_worker(
+        WorkerInfo("old-box-91d0", "old-box", 313, ("default",), 4), now=now - timedelta(hours=1)
+    )
+    app.resolve("billing.charge").enqueue_many(
+        [["card declined for customer 1042"], ["gateway returned HTTP 502"]]
+    )
+    drain(app, queues=["billing"])
+    app.resolve("mail.welcome").enqueue_many([[{"user_id": i}] for i in range(1200, 1212)])
+    app.resolve("reports.send").enqueue_with(["quarterly"], delay="2h")
+    app.schedules.pause("weekly-digest", note="holiday season", actor="alice")
+    app.schedules.skip("cache-refresh", note="deploy window", actor="alice")
+    app.schedules.trigger("cache-refresh", note="warm up after the deploy", actor="bob")
+    app.schedules.create(
+        "report:acme",
+        "0 7 * * MON-FRI",
+        "reports.send",
+        args=["acme"],
+        timezone="Europe/Berlin",
+        actor="bob",
+    )
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[tuple[App, str]]:
+    """The app served by uvicorn in a thread on a free port (SQLite)."""
+    import uvicorn
+
+    app = build_app(f"sqlite:///{tmp_path}/browser.db")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(
+        asgi(app, credentials=Credentials(), refresh=0),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        ws="none",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    yield app, f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+    app.close()
+
+
+@pytest.fixture
+def browser_page() -> Iterator[Any]:
+    sync_playwright = _need_browser()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.set_default_timeout(TIMEOUT_MS)
+        dialogs: list[str] = []
+        errors: list[str] = []
+
+        def on_dialog(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.dialogs = dialogs
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def test_pause_and_run_a_schedule_from_the_schedules_page(
+    live: tuple[App, str], browser_page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    app, base = live
+    tick(app)
+    page = browser_page
+    page.goto(base + "/schedules")
+    row = page.locator('tr[data-key="cache-refresh"]')
+    expect(row.locator(".badge").first).to_have_text("active")
+    row.get_by_role("button", name="Pause").click()  # htmx: the row is swapped in place
+    expect(row.locator(".badge").first).to_have_text("paused")
+    expect(page.locator("#flash")).to_contain_text("paused cache-refresh")
+    assert app.schedules.get("cache-refresh")["paused_by"] == "web"
+    row.get_by_role("button", name="Run now").click()
+    expect(page.locator("#flash")).to_contain_text("enqueued job")
+    found = re.search(r"enqueued job (\d+)", page.locator("#flash").inner_text())
+    assert found
+    job_id = int(found.group(1))
+    [job] = [j for j in app.list_jobs(JobFilter(schedule_key="cache-refresh")) if j.id == job_id]
+    assert job.slot is None  # run now: no slot used
+    row.get_by_role("link", name="cache-refresh").click()
+    expect(page.locator("h1")).to_contain_text("cache-refresh")
+    expect(page.locator(f'#schedule-jobs a[href="/jobs/{job_id}"]')).to_be_visible()
+    page.goto(base + "/jobs?schedule=cache-refresh")
+    expect(page.locator(f"#job-{job_id}")).to_contain_text("queued")
+    row = page.locator(f"#job-{job_id}")
+    row.get_by_role("button", name="Cancel").click()
+    expect(row.locator(".badge")).to_have_text("cancelled")
+    assert page.dialogs == []
+    assert page.errors == [], page.errors  # CSP violations would show up here
+
+
+def test_xss_probe_in_job_arguments_stays_inert(live: tuple[App, str], browser_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    app, base = live
+    job_id = app.resolve("billing.charge").enqueue_with([XSS_IMG, XSS_SCRIPT], queue=XSS_IMG)
+    drain(app, queues=[XSS_IMG])
+    app.schedules.create(XSS_IMG, "@hourly", "reports.send", args=[XSS_SCRIPT])
+    app.schedules.pause(XSS_IMG, note=XSS_SCRIPT, actor=XSS_IMG)
+    page = browser_page
+    for path in [
+        "/",
+        "/jobs",
+        f"/jobs/{job_id}",
+        "/schedules",
+        "/queues",
+        f"/jobs?search={XSS_IMG}",
+    ]:
+        page.goto(base + path)
+        expect(page.locator("main")).to_be_visible()
+        assert page.locator("main img").count() == 0, path
+        assert page.locator("main script").count() == 0, path
+    page.goto(f"{base}/jobs/{job_id}")
+    args = page.locator("#job-args").inner_text()
+    assert XSS_IMG in args and XSS_SCRIPT in args  # shown literally
+    assert XSS_SCRIPT in page.locator("#job-error").inner_text()
+    page.goto(base + "/schedules")
+    page.get_by_role("link", name=XSS_IMG).click()
+    expect(page.locator("h1")).to_contain_text(XSS_IMG)
+    assert page.locator("main img").count() == 0
+    expect(page.locator(".notice")).to_contain_text(XSS_SCRIPT)
+    assert page.dialogs == []
+    assert page.errors == [], page.errors
+
+
+def test_screenshots_of_the_main_pages(
+    live: tuple[App, str], browser_page: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    app, base = live
+    seed(app)
+    folder = SHOTS if os.environ.get("ONTHEDOT_SCREENSHOTS") else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    [failed] = app.list_jobs(JobFilter(name="billing.charge", limit=1))
+    pages = {
+        "overview": "/",
+        "jobs": "/jobs",
+        "job": f"/jobs/{failed.id}",
+        "schedules": "/schedules",
+        "schedule": "/schedules/cache-refresh",
+        "workers": "/workers",
+    }
+    page = browser_page
+    for name, path in pages.items():
+        page.goto(base + path)
+        expect(page.locator("main h1")).to_be_visible()
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=name != "jobs")
+        assert (folder / f"{name}.png").stat().st_size > 10_000
+    assert page.errors == [], page.errors
