@@ -62,7 +62,7 @@ def test_parse_duration_valid(value: str | int | float | timedelta, expected: ti
         ("0s", "longer than zero"),
         ("0.0000001s", "microsecond"),
         ("1e5", "unknown unit"),
-        ("１０s", "use a number with a unit"),  # full-width digits
+        ("\uff11\uff10s", "use a number with a unit"),  # full-width digits
         (-1, "negative"),
         (0, "longer than zero"),
         (float("nan"), "finite"),

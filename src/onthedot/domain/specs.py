@@ -42,8 +42,14 @@ How slots are computed (see the contract for the rules):
   fire at every real instant whose local wall-clock time matches.
 * Calendar interval: slot k is ``anchor + k * period`` (months clamp to the
   month's last day, always computed from the anchor), at the local time
-  ``at``, mapped like a fixed-time cron slot.
+  ``at``, mapped like a fixed-time cron slot: 02:30 on New York's
+  spring-forward day fires at 03:00 EDT, the end of the gap (not at 03:30,
+  which shifting by the gap's length, as PEP 495 does, would give).
 * Interval: integer arithmetic on UTC seconds.
+
+A cron spec whose days exist in none of its months (``0 0 30 2 *``, which
+cronsim itself refuses) or that matches no day of the 400-year Gregorian
+cycle is valid but never fires: ``next_after`` returns None.
 
 Instants before year 3 or after year 9997 are outside the supported range:
 there are no slots there.
@@ -118,15 +124,15 @@ _SPEC_HINT: Final = (
 
 def _to_ts(value: datetime, name: str) -> int:
     """Whole seconds since the epoch, rounded down (exact, no float)."""
-    if not isinstance(value, datetime):
-        raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}")
-    return (value - _EPOCH) // _ONE_SECOND
+    try:
+        delta = value - _EPOCH
+    except TypeError:
+        raise ValueError(f"{name} must be a timezone-aware datetime, got {value!r}") from None
+    return delta.days * _DAY + delta.seconds
 
 
 def _from_ts(ts: int) -> datetime:
-    return _EPOCH + timedelta(seconds=ts)
+    return datetime.fromtimestamp(ts, UTC)
 
 
 def _day_of(ordinal_day: int) -> date:
@@ -290,12 +296,62 @@ def _overlap_floor(tz: tzinfo, ts: int) -> int | None:
     return t + before if before > after else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """A stretch of constant UTC offset: instants [start, end).
+
+    ``start`` and ``end`` are transitions or UTC year boundaries.
+    ``gap_from`` is the offset before ``start`` when clocks jumped forward at
+    ``start`` (the wall-clock times [start + gap_from, start + offset) do not
+    exist). ``floor`` is the lowest wall-clock time a fixed-time slot may have
+    here: after clocks fall back, repeated times already had their first
+    occurrence.
+    """
+
+    start: int
+    end: int
+    offset: int
+    gap_from: int | None
+    floor: int | None
+
+
+_LAST_SEGMENT: dict[tzinfo, _Segment] = {}
+
+
+def _segment(tz: tzinfo, ts: int) -> _Segment:
+    """The segment containing ``ts``; the last one found per zone is kept."""
+    seg = _LAST_SEGMENT.get(tz)
+    if seg is not None and seg.start <= ts < seg.end:
+        return seg
+    fixed = _fixed_offset(tz)
+    if fixed is not None:
+        seg = _Segment(_MIN_TS - 2 * _DAY, _MAX_TS + 2 * _DAY, fixed, None, None)
+    else:
+        start = _segment_start(tz, ts)
+        at = _transition_at(tz, start)
+        seg = _Segment(
+            start,
+            _segment_end(tz, ts),
+            _offset(tz, ts),
+            at[0] if at is not None and at[0] < at[1] else None,
+            _overlap_floor(tz, start),
+        )
+    if len(_LAST_SEGMENT) > 1024:
+        _LAST_SEGMENT.clear()
+    _LAST_SEGMENT[tz] = seg
+    return seg
+
+
 def _fixed_instant(tz: tzinfo, wall: int) -> int:
     """The instant of a fixed-time slot at local wall-clock time ``wall``.
 
     A real time maps to its first occurrence; a time in a gap maps to the
     first instant after the gap.
     """
+    seg = _segment(tz, wall - _segment(tz, wall).offset)
+    u = wall - seg.offset
+    if seg.start <= u < seg.end and (seg.floor is None or wall >= seg.floor):
+        return u  # the usual case: one occurrence, away from transitions
     naive = _NAIVE_EPOCH + timedelta(seconds=wall)
     u0 = (naive.replace(tzinfo=tz) - _EPOCH) // _ONE_SECOND
     u1 = (naive.replace(tzinfo=tz, fold=1) - _EPOCH) // _ONE_SECOND
@@ -339,6 +395,7 @@ class _CronTable:
 
     __slots__ = (
         "first_tod",
+        "fixed",
         "hour_set",
         "hours",
         "last_tod",
@@ -352,8 +409,12 @@ class _CronTable:
         "sim",
     )
 
-    def __init__(self, sim: CronSim, *, never: bool) -> None:
+    def __init__(self, fields: list[str], sim: CronSim, *, never: bool) -> None:
         self.sim = sim
+        # The contract's fixed-time rule: 5 fields, minute and hour not '*...'.
+        self.fixed = (
+            len(fields) == 5 and not fields[0].startswith("*") and not (fields[1].startswith("*"))
+        )
         self.seconds = tuple(sorted(sim.seconds))
         self.minutes = tuple(sorted(sim.minutes))
         self.hours = tuple(sorted(sim.hours))
@@ -538,15 +599,17 @@ def _compile(expr: str) -> _CronTable:
     """Parse a normalized expression; raises CronSimError if it is invalid."""
     fields = expr.split()
     try:
-        return _CronTable(_sim(fields), never=False)
-    except CronSimError:
+        return _CronTable(fields, _sim(fields), never=False)
+    except CronSimError as exc:
         # cronsim also rejects valid syntax that can never fire because no
         # listed month has the listed days ('0 0 30 2 *'). The contract
         # treats that as a spec that never fires (a warning), not an error.
+        if str(exc) != "Bad day-of-month":
+            raise
         month = len(fields) - 2
         _sim(["0", "0", "1", fields[month], "*"])  # the month field alone
         relaxed = [*fields[:month], "*", fields[-1]]
-        return _CronTable(_sim(relaxed), never=True)
+        return _CronTable(fields, _sim(relaxed), never=True)
 
 
 def _field_hint(index: int, text: str) -> str:
@@ -640,30 +703,29 @@ def _normalize_cron(text: str) -> tuple[str, bool]:
     return expr, len(fields) == 6
 
 
-def _cron_forward(table: _CronTable, fixed: bool, tz: tzinfo, u: int, stop: int) -> Iterator[int]:
+def _cron_forward(table: _CronTable, tz: tzinfo, u: int, stop: int) -> Iterator[int]:
     """Slots s with u <= s <= stop, increasing and distinct."""
     if table.never:
         return
+    fixed = table.fixed
     last = u - 1
     while u <= stop:
-        o = _offset(tz, u)
-        end = _segment_end(tz, u)
-        hi_wall = min(end, stop + 1) + o
+        seg = _segment(tz, u)
+        o = seg.offset
+        hi_wall = min(seg.end, stop + 1) + o
         lo_wall = u + o
         if fixed:
-            at = _transition_at(tz, u)
-            # A gap starting at u: its matching times fire once, at u.
+            # A gap ending at u: its matching times fire once, at u.
             if (
-                at is not None
-                and at[0] < at[1]
-                and table.next_wall(u + at[0], u + at[1] + 1) is not None
+                seg.gap_from is not None
+                and u == seg.start
                 and u > last
+                and table.next_wall(u + seg.gap_from, u + o + 1) is not None
             ):
                 last = u
                 yield u
-            floor = _overlap_floor(tz, u)
-            if floor is not None and floor > lo_wall:
-                lo_wall = floor
+            if seg.floor is not None and seg.floor > lo_wall:
+                lo_wall = seg.floor
         w = table.next_wall(lo_wall, hi_wall)
         while w is not None:
             s = w - o
@@ -678,60 +740,55 @@ def _cron_forward(table: _CronTable, fixed: bool, tz: tzinfo, u: int, stop: int)
                 w = day * _DAY + tod
                 if w >= hi_wall:
                     w = None
-        u = end
+        u = seg.end
 
 
-def _cron_backward(table: _CronTable, fixed: bool, tz: tzinfo, t: int, floor: int) -> int | None:
+def _cron_backward(table: _CronTable, tz: tzinfo, t: int, floor: int) -> int | None:
     """The newest slot s with floor < s <= t."""
     if table.never:
         return None
     u = t
     while u > floor:
-        o = _offset(tz, u)
-        start = _segment_start(tz, u)
-        lo_wall = max(start, floor + 1) + o
-        if fixed:
-            ofloor = _overlap_floor(tz, u)
-            if ofloor is not None and ofloor > lo_wall:
-                lo_wall = ofloor
+        seg = _segment(tz, u)
+        o = seg.offset
+        lo_wall = max(seg.start, floor + 1) + o
+        if table.fixed and seg.floor is not None and seg.floor > lo_wall:
+            lo_wall = seg.floor
         w = table.prev_wall(u + o, lo_wall)
         if w is not None:
             return w - o
-        if fixed and start > floor:
-            at = _transition_at(tz, start)
-            if (
-                at is not None
-                and at[0] < at[1]
-                and table.next_wall(start + at[0], start + at[1] + 1) is not None
-            ):
-                return start
-        u = start - 1
+        if (
+            table.fixed
+            and seg.gap_from is not None
+            and seg.start > floor
+            and table.next_wall(seg.start + seg.gap_from, seg.start + o + 1) is not None
+        ):
+            return seg.start
+        u = seg.start - 1
     return None
 
 
-def _cron_count(table: _CronTable, fixed: bool, tz: tzinfo, u: int, stop: int) -> int:
+def _cron_count(table: _CronTable, tz: tzinfo, u: int, stop: int) -> int:
     """Number of slots s with u <= s <= stop, one day (not one slot) at a time."""
     if table.never:
         return 0
     n = 0
     while u <= stop:
-        o = _offset(tz, u)
-        end = _segment_end(tz, u)
+        seg = _segment(tz, u)
+        o = seg.offset
         lo_wall = u + o
-        if fixed:
-            at = _transition_at(tz, u)
+        if table.fixed:
             if (
-                at is not None
-                and at[0] < at[1]
-                and table.next_wall(u + at[0], u + at[1]) is not None
-                and table.next_wall(u + at[1], u + at[1] + 1) is None
+                seg.gap_from is not None
+                and u == seg.start
+                and table.next_wall(u + seg.gap_from, u + o) is not None
+                and table.next_wall(u + o, u + o + 1) is None
             ):
                 n += 1  # the gap's slot, unless it merges with one at u itself
-            floor = _overlap_floor(tz, u)
-            if floor is not None and floor > lo_wall:
-                lo_wall = floor
-        n += table.count_walls(lo_wall, min(end, stop + 1) + o)
-        u = end
+            if seg.floor is not None and seg.floor > lo_wall:
+                lo_wall = seg.floor
+        n += table.count_walls(lo_wall, min(seg.end, stop + 1) + o)
+        u = seg.end
     return n
 
 
@@ -779,7 +836,8 @@ class Spec(abc.ABC):
         the following one; a wildcard spec repeats in an overlap).
 
         * interval: the interval;
-        * calendar: N days, 7N weeks, 28N days for N months;
+        * calendar: N days for N days, 7N days for N weeks, 28N days for
+          N months (the shortest N-month span, clamping included);
         * cron: the smallest distance between two matching times of day,
           including the wrap from the last one of a day to the first one of
           the next day, so at most one day (days with no slot only add to it).
@@ -818,7 +876,7 @@ class Spec(abc.ABC):
         return _cached_next(self, tz, max(a, _MIN_TS - 1))
 
     def slots_between(self, start: datetime, end: datetime, tz: ZoneInfo) -> Iterator[datetime]:
-        """Slots in (start, end], increasing and distinct."""
+        """Slots in (start, end], increasing and distinct, computed lazily."""
         a = max(_to_ts(start, "start"), _MIN_TS - 1)
         b = min(_to_ts(end, "end"), _MAX_TS)
         return (_from_ts(s) for s in self._slots(a, b, tz)) if a < b else iter(())
@@ -857,17 +915,11 @@ class CronSpec(Spec):
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "seconds", seconds)
 
-    def _table(self) -> _CronTable:
-        return _compile(self.expr)
-
     def canonical(self) -> str:
         return self.expr
 
     def fixed_time(self) -> bool:
-        if self.seconds:
-            return False
-        minute, hour = self.expr.split()[:2]
-        return not minute.startswith("*") and not hour.startswith("*")
+        return _compile(self.expr).fixed
 
     def describe(self) -> str:
         parts = self.expr.split()
@@ -879,19 +931,19 @@ class CronSpec(Spec):
             return f"cron {self.expr}"
 
     def min_period(self) -> timedelta:
-        return timedelta(seconds=self._table().min_gap())
+        return timedelta(seconds=_compile(self.expr).min_gap())
 
     def _next(self, after: int, tz: tzinfo) -> int | None:
-        return next(_cron_forward(self._table(), self.fixed_time(), tz, after + 1, _MAX_TS), None)
+        return next(_cron_forward(_compile(self.expr), tz, after + 1, _MAX_TS), None)
 
     def _slots(self, after: int, stop: int, tz: tzinfo) -> Iterator[int]:
-        return _cron_forward(self._table(), self.fixed_time(), tz, after + 1, stop)
+        return _cron_forward(_compile(self.expr), tz, after + 1, stop)
 
     def _count(self, after: int, stop: int, tz: tzinfo) -> int:
-        return _cron_count(self._table(), self.fixed_time(), tz, after + 1, stop)
+        return _cron_count(_compile(self.expr), tz, after + 1, stop)
 
     def _last(self, t: int, floor: int, tz: tzinfo) -> int | None:
-        return _cron_backward(self._table(), self.fixed_time(), tz, t, floor)
+        return _cron_backward(_compile(self.expr), tz, t, floor)
 
 
 def _iso_utc(value: datetime) -> str:
@@ -906,6 +958,9 @@ class IntervalSpec(Spec):
     kind: ClassVar[str] = "interval"
     every: timedelta
     anchor: datetime = _EPOCH
+    # Derived integer seconds, so that evaluation is pure integer arithmetic.
+    _step: int = field(init=False, repr=False, compare=False, default=0)
+    _origin: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self) -> None:
         every_value = duration_or_reason(self.every)
@@ -931,14 +986,8 @@ class IntervalSpec(Spec):
                 f"{_FIRST_YEAR} and {_LAST_YEAR}"
             )
         object.__setattr__(self, "anchor", anchor)
-
-    @property
-    def _step(self) -> int:
-        return self.every // _ONE_SECOND
-
-    @property
-    def _origin(self) -> int:
-        return (self.anchor - _EPOCH) // _ONE_SECOND
+        object.__setattr__(self, "_step", every_value // _ONE_SECOND)
+        object.__setattr__(self, "_origin", _to_ts(anchor, "anchor"))
 
     def canonical(self) -> str:
         text = f"every {format_duration(self.every)}"
@@ -1003,6 +1052,7 @@ class IntervalSpec(Spec):
 
 
 _UNITS: Final = ("day", "week", "month")
+_MAX_CALENDAR_COUNT: Final = 100_000
 
 
 def _format_time(value: time) -> str:
@@ -1021,8 +1071,15 @@ class CalendarSpec(Spec):
     anchor: date = _EPOCH_DATE
 
     def __post_init__(self) -> None:
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise SpecError(f"invalid calendar count {quote(self.count)}: use a whole number >= 1")
+        if (
+            isinstance(self.count, bool)
+            or not isinstance(self.count, int)
+            or not 1 <= self.count <= _MAX_CALENDAR_COUNT
+        ):
+            raise SpecError(
+                f"invalid calendar count {quote(self.count)}: "
+                f"the count must be a whole number from 1 to {_MAX_CALENDAR_COUNT}"
+            )
         if self.unit not in _UNITS:
             raise SpecError(
                 f"invalid calendar unit {quote(self.unit)}: use 'day', 'week' or 'month'"
@@ -1095,7 +1152,7 @@ class CalendarSpec(Spec):
     def _first_after(self, t: int, tz: tzinfo) -> int:
         """Smallest k >= 0 whose slot is after t (slots past the supported
         range count as after everything)."""
-        local = _day_of((t + _offset(tz, t)) // _DAY)
+        local = _day_of((t + _segment(tz, t).offset) // _DAY)
         if self.unit == "month":
             months = (local.year - self.anchor.year) * 12 + local.month - self.anchor.month
             k = months // self.count
@@ -1220,10 +1277,6 @@ def _parse_every(text: str) -> Spec:
         unit = _UNIT_NAMES[match["unit"].lower()]
         if match["at"] is not None or unit == "month":
             count = int(match["count"]) if match["count"] is not None else 1
-            if count < 1:
-                raise SpecError(
-                    f"invalid calendar spec {quote(text)}: the count must be at least 1"
-                )
             at = time(0, 0)
             if match["at"] is not None:
                 parsed_at = _parse_time(match["at"])
