@@ -99,22 +99,10 @@ class OperatorControls(RuntimeSchedules):
             raise ScheduleError(f"schedule {key!r} is not paused")
         sched = self._definition(key, row)
         now = self._now()
-        changes: dict[str, Any] = {
-            "paused": False,
-            "paused_until": None,
-            "pause_note": None,
-            "paused_by": None,
-            "paused_at": None,
-        }
         if catchup:
-            changes["next_due_at"] = sched.spec.next_after(row.cursor, sched.tz)
+            changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
         else:
-            missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
-            changes.update(
-                cursor=max(now, row.cursor),
-                next_due_at=sched.spec.next_after(max(now, row.cursor), sched.tz),
-                missed_total=row.missed_total + missed,
-            )
+            changes = _end_pause(row, sched, now)
         self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
         self._audit("resumed", key, actor, note, {"catchup": catchup})
         return self.get(key)
@@ -275,20 +263,7 @@ class OperatorControls(RuntimeSchedules):
         removed = 0
         for slot in self._future_skips(key, floor):
             removed += self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
-        changes: dict[str, Any] = {
-            "paused": False,
-            "paused_until": None,
-            "pause_note": None,
-            "paused_by": None,
-            "paused_at": None,
-        }
-        if row.paused:
-            missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
-            changes.update(
-                cursor=floor,
-                next_due_at=sched.spec.next_after(floor, sched.tz),
-                missed_total=row.missed_total + missed,
-            )
+        changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
         self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
         self._audit("reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused})
 
@@ -322,6 +297,34 @@ class OperatorControls(RuntimeSchedules):
             hint = f"; the next slot is {iso(real)}" if real else ""
             raise ScheduleError(f"{iso(slot)} is not a slot of {key!r}{hint}")
         return slot
+
+
+_UNPAUSED: dict[str, Any] = {
+    "paused": False,
+    "paused_until": None,
+    "pause_note": None,
+    "paused_by": None,
+    "paused_at": None,
+}
+
+
+def _end_pause(row: LedgerRow, sched: ScheduleDef, now: datetime) -> dict[str, Any]:
+    """Ledger changes that end a pause now: the cursor restarts at now and the slots that fell
+    in the pause are counted as missed (arithmetically)."""
+    start = max(now, row.cursor)
+    changes: dict[str, Any] = {
+        **_UNPAUSED,
+        "cursor": start,
+        "next_due_at": sched.spec.next_after(start, sched.tz),
+    }
+    missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
+    if missed:
+        changes.update(
+            missed_total=row.missed_total + missed,
+            last_missed_from=sched.spec.next_after(row.cursor, sched.tz),
+            last_missed_to=sched.spec.last_at_or_before(now, sched.tz, row.cursor),
+        )
+    return changes
 
 
 def _aware(value: datetime, what: str) -> datetime:

@@ -31,6 +31,7 @@ from onthedot.storage.interface import TickResult
 
 if TYPE_CHECKING:
     from onthedot.app import App
+    from onthedot.domain.schedule import ScheduleDef
 
 log = logging.getLogger("onthedot.scheduler")
 
@@ -58,6 +59,8 @@ class Scheduler:
         self._stop = threading.Event()
         self._stopping = stopping or self._stop
         self.ticks = 0
+        self._skip_for: dict[str, ScheduleDef] | None = None
+        self._skip_list: list[str] = []
 
     # -- start ------------------------------------------------------------------------------
     def prepare(self) -> int:
@@ -97,8 +100,7 @@ class Scheduler:
         """Tick until nothing more is due (each batch its own transaction). `now` replaces the
         clock's time (a test hook; None: the app's clock decides)."""
         results = []
-        declared = self.app.schedules.declared()
-        skip_keys = [k for k, s in declared.items() if s.overlap == "skip"]
+        skip_keys = self._skip_keys(self.app.schedules.declared())
         while True:
             result = self.storage.tick(
                 self._decide,
@@ -118,6 +120,14 @@ class Scheduler:
             self._emit(result)
             if result.rows < self.batch or result.fenced:
                 return results
+
+    def _skip_keys(self, declared: dict[str, ScheduleDef]) -> list[str]:
+        """Keys with overlap "skip", computed once per set of declarations (the registry
+        returns the same dict until they change): an idle tick must not cost O(schedules)."""
+        if declared is not self._skip_for:
+            self._skip_list = [k for k, s in declared.items() if s.overlap == "skip"]
+            self._skip_for = declared
+        return self._skip_list
 
     def _decide(self, now: datetime, rows: Sequence[LedgerRow]) -> list[TickPlan]:
         schedules = self.app.schedules

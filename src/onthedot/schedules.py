@@ -220,22 +220,47 @@ class ScheduleRegistry(OperatorControls):
         }
 
     def views(self) -> list[dict[str, Any]]:
-        """Every schedule the code declares or the database holds, by key."""
+        """Every schedule the code declares or the database holds, by key. One that fails
+        validation is listed with status "invalid" and its `problems`; it never hides the
+        others."""
         storage = self.app.storage
         now = self.app.clock.fixed_now() or storage.db_now()
         rows = {r.key: r for r in storage.list_schedule_rows()}
-        declared = self.declared()
-        keys = sorted(set(rows) | set(declared))
+        declared, invalid = self._declared_or_invalid()
+        keys = sorted(set(rows) | set(declared) | set(invalid))
         out = []
         for key in keys:
             row = rows.get(key)
-            sched = (
-                declared.get(key)
-                if (row is None or row.source == "code")
-                else (self.definition_for(row))
-            )
-            out.append(self.view(row, sched, now))
+            code = row is None or row.source == "code"
+            sched = declared.get(key) if row is None or code else self.definition_for(row)
+            view = self.view(row, sched, now)
+            if code and key in invalid:
+                decl = next(d for d in self._declared if d.key == key)
+                view.update(key=key, status="invalid", problems=invalid[key])
+                view["spec"] = view["spec"] or (decl.spec if isinstance(decl.spec, str) else None)
+                view["timezone"] = view["timezone"] or (
+                    decl.timezone if isinstance(decl.timezone, str) else None
+                )
+            elif row is not None and sched is None and row.source == "dynamic":
+                view["problems"] = [
+                    p.message for p in self.dynamic_problems(row) if p.level == "error"
+                ]
+            out.append(view)
         return out
+
+    def _declared_or_invalid(self) -> tuple[dict[str, ScheduleDef], dict[str, list[str]]]:
+        """The valid declared schedules, and the error messages of the invalid ones by key."""
+        if self._valid is not None or self.check().ok:
+            return self.declared(), {}
+        invalid: dict[str, list[str]] = {}
+        for problem in self.check().errors:
+            invalid.setdefault(problem.key, []).append(problem.message)
+        valid: dict[str, ScheduleDef] = {}
+        for decl in self._declared:
+            sched, _ = validate(decl, self.app.jobs)
+            if decl.key not in invalid and sched is not None:
+                valid[sched.key] = sched
+        return valid, invalid
 
     def preview(
         self, key: str, start: datetime, end: datetime, limit: int = 1000

@@ -24,7 +24,6 @@ test exercises the real decision, the real ledger and the real exactly-once key.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
@@ -53,7 +52,7 @@ class _Entry(NamedTuple):
     code_hash: str
 
 
-_schedulers: weakref.WeakKeyDictionary[App, _Entry] = weakref.WeakKeyDictionary()
+_ATTRIBUTE = "_onthedot_testing_scheduler"  # kept on the app itself: no module-level registry
 _lock = threading.Lock()
 
 
@@ -69,13 +68,15 @@ def scheduler_for(app: App, *, now: datetime | None = None) -> Scheduler:
 
     with _lock:
         code_hash = app.schedules.code_hash()
-        entry = _schedulers.get(app)
-        if entry is None or entry.code_hash != code_hash:
+        entry: _Entry | None = getattr(app, _ATTRIBUTE, None)
+        # After app.close() the app opens a new storage: a scheduler holding the old is stale.
+        stale = entry is not None and entry.scheduler.storage is not app.raw_storage()
+        if entry is None or entry.code_hash != code_hash or stale:
             scheduler = Scheduler(app, worker_id="onthedot.testing")
             scheduler.prepare()
             scheduler.sync(now=now)
             entry = _Entry(scheduler, code_hash)
-            _schedulers[app] = entry
+            setattr(app, _ATTRIBUTE, entry)
         return entry.scheduler
 
 
@@ -146,14 +147,21 @@ def drain(
         names = sorted(found | {"default"})
     else:
         names = [q for q in queues if q]
-    worker = app.worker(
-        queues=names,
-        concurrency=concurrency,
-        burst=True,
-        scheduler=False,
-        install_signals=False,
-    )
-    return int(worker.run())
+    total = 0
+    while True:
+        worker = app.worker(
+            queues=names,
+            concurrency=concurrency,
+            burst=True,
+            scheduler=False,
+            install_signals=False,
+        )
+        done = int(worker.run())
+        total += done
+        # A burst worker can stop while the last job it ran still held a lock key
+        # (overlap="serialize"): the job waiting on that key is ready now, so go on.
+        if not done or not any(s.ready for s in app.queue_stats() if s.queue in names):
+            return total
 
 
 def _aware(value: datetime) -> datetime:

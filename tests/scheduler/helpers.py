@@ -11,8 +11,10 @@ from onthedot.domain.ledger import LedgerRow
 MakeApp = Callable[..., App]
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def at(text: str) -> datetime:

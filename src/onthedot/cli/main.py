@@ -123,6 +123,6 @@ def cli(ctx: click.Context, app_path: str | None, database: str | None, verbose:
 
 
 def main() -> None:
-    from onthedot.cli import jobs, operate, schedules  # noqa: F401  (register commands)
+    from onthedot.cli import jobs, operate, schedules, web  # noqa: F401  (register commands)
 
     cli(prog_name="onthedot")

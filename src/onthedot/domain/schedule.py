@@ -108,8 +108,9 @@ def command_key(command: str | list[str]) -> str:
     so two long commands sharing a prefix never collide and the key never needs truncation."""
     text = command if isinstance(command, str) else json.dumps(command)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    words = "".join(c if c.isalnum() or c in "-_." else "-" for c in text)[:48].strip("-")
-    return f"command:{words}:{digest}"
+    readable = command if isinstance(command, str) else " ".join(command)
+    words = "-".join("".join(c if c.isalnum() or c in "_." else " " for c in readable).split())
+    return f"command:{words[:48].strip('-')}:{digest}"
 
 
 def validate(decl: Declaration, jobs: dict[str, Any]) -> tuple[ScheduleDef | None, list[Problem]]:

@@ -66,8 +66,10 @@ def decide(
     spec, tz = sched.spec, sched.tz
     if row.fingerprint != sched.fingerprint:
         # Timing changed (or another code version wrote the row): restart at now, no phantom run.
+        # The cursor never moves backwards, even under a clock behind the one that wrote it.
         repaired = _with_timing(row, sched, reason="timing changed")
-        return TickPlan(row.key, row.cursor, now, spec.next_after(now, tz), repair=repaired)
+        start = max(now, row.cursor)
+        return TickPlan(row.key, row.cursor, start, spec.next_after(start, tz), repair=repaired)
 
     cursor = row.cursor
     missed = 0
@@ -89,9 +91,11 @@ def decide(
         cursor = max(cursor, until)
         unpause = True
 
-    # Slots older than the catch-up window (or the grace period for policy "none") are missed.
+    # Slots older than the catch-up window (or the grace period for policy "none") are missed;
+    # a slot exactly one window (grace) late is still in time. Slots are whole seconds, so the
+    # missed ones are those at or before the last whole second before now - horizon.
     horizon = sched.grace if sched.catchup == "none" else sched.catchup_window
-    floor = now - horizon
+    floor = _second_before(now - horizon)
     if floor > cursor:
         n = spec.count_between(cursor, floor, tz)
         if n:
@@ -145,6 +149,12 @@ def decide(
     )
 
 
+def _second_before(t: datetime) -> datetime:
+    """The last whole second strictly before `t`."""
+    whole = t.replace(microsecond=0)
+    return whole - timedelta(seconds=1) if whole == t else whole
+
+
 def _with_timing(row: LedgerRow, sched: ScheduleDef, *, reason: str) -> LedgerRow:
     return LedgerRow(
         key=row.key,
@@ -184,7 +194,8 @@ def plan_sync(
         elif row.source != "code":
             conflicts.append(key)
         elif row.fingerprint != fp:
-            restarts.append(_fresh(sched, now, generation, reason="timing changed", base=row))
+            start = max(now, row.cursor)  # the cursor never moves backwards
+            restarts.append(_fresh(sched, start, generation, reason="timing changed", base=row))
         elif row.removed_at is not None:
             restarts.append(
                 _fresh(sched, row.cursor, generation, reason="declared again", base=row)

@@ -283,7 +283,8 @@ class Storage(Protocol):
         self, key: str, changes: dict[str, Any], *, now: datetime | None = None
     ) -> LedgerRow | None:
         """Set operator columns (paused, paused_until, pause_note, paused_by, paused_at, cursor,
-        next_due_at) of one row; None if the key has no row."""
+        next_due_at, missed_total, last_missed_from, last_missed_to) of one row; None if the
+        key has no row."""
 
     def record_slots(
         self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]

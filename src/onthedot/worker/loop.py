@@ -103,6 +103,7 @@ class Worker:
         self.batch_size = batch_size or max(concurrency, 20)
         self.prefetch = concurrency if prefetch is None else prefetch
         self.max_inflight = concurrency + self.prefetch
+        self.refill_at = max(1, min(self.batch_size, self.max_inflight // 2))
         self.burst = burst
         self.run_scheduler = scheduler and not burst
         self.poll_interval = poll_interval
@@ -116,6 +117,7 @@ class Worker:
         self._buffer: deque[ClaimedJob] = deque()
         self._cond = threading.Condition()
         self._inflight = 0
+        self._unpersisted = 0  # outcomes handed to the completer, not yet written
         self._running: dict[int, _Running] = {}
         self._running_lock = threading.Lock()
         self._outcomes: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
@@ -328,13 +330,16 @@ class Worker:
 
     def _claim_loop(self, started: float) -> None:
         errors = 0
+        settled = False
         while not self._stopping.is_set():
             if self.stop_after is not None and time.monotonic() - started >= self.stop_after:
                 self.stop(reason="stop_after elapsed")
                 break
             with self._cond:
                 free = self.max_inflight - self._inflight
-                if free <= 0:
+                # Refill in batches: wait until half the room is free, unless the executors
+                # have nothing left to start (then any room is worth a claim).
+                if free <= 0 or (free < self.refill_at and self._buffer):
                     self._cond.wait(0.1)
                     continue
             try:
@@ -345,12 +350,19 @@ class Worker:
                 self._db_error("claim", exc, errors)
                 continue
             if claimed:
+                settled = False
                 continue
             if self.burst:
+                # Empty means: nothing claimable after every outcome was written (a finished
+                # job may free a lock key, or a retry may be due at once), checked twice.
                 with self._cond:
-                    if self._inflight == 0:
-                        self.stop(reason="burst: queues empty")
-                        break
+                    if self._inflight == 0 and self._unpersisted == 0:
+                        if settled:
+                            self.stop(reason="burst: queues empty")
+                            break
+                        settled = True
+                        continue
+                    settled = False
                     self._cond.wait(0.05)
                 continue
             try:
@@ -485,8 +497,10 @@ class Worker:
     def _finish(self, job: ClaimedJob, outcome: Outcome, started: float | None) -> None:
         self._outcomes.put((job, outcome, None if started is None else time.monotonic() - started))
         with self._cond:
+            self._unpersisted += 1
             self._inflight -= 1
-            if self._inflight == self.max_inflight - 1 or self._inflight == 0:
+            free = self.max_inflight - self._inflight
+            if free == self.refill_at or not self._buffer:
                 self._cond.notify_all()
 
     # -- persisting outcomes ----------------------------------------------------------------
@@ -523,6 +537,10 @@ class Worker:
                     return
                 self._db_error("finish", exc, errors)
         self.processed += len(items)
+        with self._cond:
+            self._unpersisted -= len(items)
+            if self.burst and not self._unpersisted:
+                self._cond.notify_all()
         self._emit_outcomes(items)
 
     def _emit_outcomes(self, items: list[tuple[ClaimedJob, Outcome, float | None]]) -> None:

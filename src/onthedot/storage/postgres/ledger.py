@@ -310,6 +310,8 @@ class PostgresLedger:
             "cursor",
             "next_due_at",
             "missed_total",
+            "last_missed_from",
+            "last_missed_to",
         }
     )
 

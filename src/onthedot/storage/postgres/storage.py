@@ -538,8 +538,7 @@ class PostgresStorage(PostgresLedger):
             ):
                 state = self._require_job(conn, job_id)
                 raise InvalidJobState(
-                    f"job {job_id} is already {state}: only queued or running jobs "
-                    "can be cancelled"
+                    f"job {job_id} is already {state}: only queued or running jobs can be cancelled"
                 )
         job = self.get_job(job_id)
         assert job is not None

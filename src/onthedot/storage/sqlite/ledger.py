@@ -309,9 +309,13 @@ class SqliteLedger:
             "cursor",
             "next_due_at",
             "missed_total",
+            "last_missed_from",
+            "last_missed_to",
         }
     )
-    _TIME_COLUMNS = frozenset({"paused_until", "paused_at", "cursor", "next_due_at"})
+    _TIME_COLUMNS = frozenset(
+        {"paused_until", "paused_at", "cursor", "next_due_at", "last_missed_from", "last_missed_to"}
+    )
 
     def update_operator_state(
         self, key: str, changes: dict[str, Any], *, now: datetime | None = None

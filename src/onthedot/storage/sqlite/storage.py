@@ -593,8 +593,7 @@ class SqliteStorage(SqliteLedger):
             ):
                 state = self._job_state(conn, job_id)
                 raise InvalidJobState(
-                    f"job {job_id} is already {state}: only queued or running jobs "
-                    "can be cancelled"
+                    f"job {job_id} is already {state}: only queued or running jobs can be cancelled"
                 )
         job = self.get_job(job_id)
         assert job is not None

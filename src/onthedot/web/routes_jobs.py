@@ -1,0 +1,135 @@
+"""`/jobs` (filter, keyset pages, bulk actions), `/jobs/{id}` and its actions."""
+
+from __future__ import annotations
+
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from onthedot.domain.jobs import Job, JobState
+from onthedot.web import forms
+from onthedot.web.handlers import Page, action, page
+
+BULK_ACTIONS = {
+    "retry": "Retry",
+    "cancel": "Cancel",
+    "delete": "Delete",
+}
+BULK_ELIGIBLE = {
+    "retry": "failed or cancelled",
+    "cancel": "queued",
+    "delete": "not running",
+}
+
+
+@page
+def jobs_list(pg: Page) -> Response:
+    query = forms.JobQuery.parse(pg.query)
+    found = pg.app.list_jobs(query.filter(limit=forms.PAGE_SIZE + 1))
+    more = len(found) > forms.PAGE_SIZE
+    found = found[: forms.PAGE_SIZE]
+    older = query.query(before=found[-1].id) if more and found else None
+    # Suggestions come from the registry, not the table: no scan of a million rows.
+    queues = sorted({jf.queue for jf in pg.app.jobs.values()})
+    return pg.render(
+        "jobs.html",
+        jobs=found,
+        query=query,
+        older=older,
+        queues=queues,
+        states=[s.value for s in JobState],
+        names=sorted(pg.app.jobs),
+        bulk=BULK_ACTIONS,
+    )
+
+
+@page
+def jobs_count(pg: Page) -> Response:
+    """How many jobs match (loaded after the page, so a slow count never delays it)."""
+    query = forms.JobQuery.parse(pg.query)
+    n = pg.app.storage.count_jobs(query.filter(page=False))
+    return HTMLResponse(f"{n:,} matching".replace(",", "\u202f"))
+
+
+@page
+def job_page(pg: Page) -> Response:
+    job = _job(pg)
+    return pg.render("job.html", job=job)
+
+
+def _job(pg: Page) -> Job:
+    job_id = forms.job_id(pg.request.path_params["job_id"])
+    job = pg.app.get_job(job_id)
+    if job is None:
+        raise forms.NotFound(f"no job with id {job_id}")
+    return job
+
+
+def _after(pg: Page, job_id: int, message: str, *, removed: bool = False) -> Response:
+    """A row of the jobs list (htmx) or a redirect with the message."""
+    if pg.htmx and pg.form.get("fragment") == "row":
+        pg.notify(message)
+        job = None if removed else pg.app.get_job(job_id)
+        return pg.render("_job_row.html", job=job, oob_flash=True)
+    return pg.redirect("/jobs" if removed and pg.back.startswith("/jobs/") else pg.back, message)
+
+
+@action
+def job_retry(pg: Page) -> Response:
+    job_id = forms.job_id(pg.request.path_params["job_id"])
+    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    job = pg.app.retry_job(job_id)
+    return _after(pg, job_id, f"job {job.id} queued again")
+
+
+@action
+def job_cancel(pg: Page) -> Response:
+    job_id = forms.job_id(pg.request.path_params["job_id"])
+    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    job = pg.app.cancel_job(job_id)
+    if job.state is JobState.RUNNING:
+        return _after(pg, job_id, f"job {job.id} is running: cancellation requested")
+    return _after(pg, job_id, f"job {job.id} cancelled")
+
+
+@action
+def job_delete(pg: Page) -> Response:
+    job_id = forms.job_id(pg.request.path_params["job_id"])
+    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    if not pg.app.delete_job(job_id):
+        raise forms.NotFound(f"no job with id {job_id}")
+    return _after(pg, job_id, f"job {job_id} deleted", removed=True)
+
+
+@action
+def jobs_bulk(pg: Page) -> Response:
+    """Bulk retry/cancel/delete of every job matching the filter: first a confirmation page
+    with the count, then the action itself."""
+    verb = pg.request.path_params["verb"]
+    if verb not in BULK_ACTIONS:
+        raise forms.NotFound(f"no bulk action {verb!r}: use retry, cancel or delete")
+    query = forms.JobQuery.parse(pg.form)
+    if not forms.flag(pg.form.get("confirm")):
+        matching = pg.app.storage.count_jobs(query.filter(page=False))
+        return pg.render(
+            "bulk_confirm.html",
+            verb=verb,
+            label=BULK_ACTIONS[verb],
+            eligible=BULK_ELIGIBLE[verb],
+            query=query,
+            matching=matching,
+        )
+    n = pg.app.storage.bulk_job_action(verb, query.filter(page=False), now=pg.app.clock.fixed_now())
+    done = {"retry": "queued again", "cancel": "cancelled", "delete": "deleted"}[verb]
+    target = "/jobs" + (f"?{query.query()}" if not query.empty else "")
+    return pg.redirect(target, f"{n} job(s) {done}")
+
+
+routes = [
+    Route("/jobs", jobs_list, methods=["GET"]),
+    Route("/jobs/count", jobs_count, methods=["GET"]),
+    Route("/jobs/bulk/{verb}", jobs_bulk, methods=["POST"]),
+    Route("/jobs/{job_id}", job_page, methods=["GET"]),
+    Route("/jobs/{job_id}/retry", job_retry, methods=["POST"]),
+    Route("/jobs/{job_id}/cancel", job_cancel, methods=["POST"]),
+    Route("/jobs/{job_id}/delete", job_delete, methods=["POST"]),
+]
