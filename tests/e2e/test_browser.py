@@ -147,7 +147,7 @@ def live(tmp_path: Path) -> Iterator[tuple[App, str]]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = uvicorn.Config(
-        asgi(app, credentials=Credentials(), refresh=0),
+        asgi(app, credentials=Credentials(), refresh=1),
         host="127.0.0.1",
         port=port,
         log_level="warning",
@@ -277,6 +277,11 @@ def test_screenshots_of_the_main_pages(
         "workers": "/workers",
     }
     page = browser_page
+    page.goto(base + "/")
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true") as polled:
+        pass  # the overview refreshes itself (htmx polling, no inline script)
+    assert polled.value.status == 200
+    expect(page.locator("#live h1")).to_have_text("Overview")
     for name, path in pages.items():
         page.goto(base + path)
         expect(page.locator("main h1")).to_be_visible()

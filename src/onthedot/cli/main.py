@@ -26,6 +26,11 @@ class Context:
         self.database = database
         self._app: App | None = None
 
+    def close(self) -> None:
+        """Release the app's connections when the command ends."""
+        if self._app is not None:
+            self._app.close()
+
     def app(self, required: bool = False) -> App:
         """The user's app (from --app / $ONTHEDOT_APP), or a bare App when none is given."""
         if self._app is None:
@@ -120,6 +125,7 @@ def cli(ctx: click.Context, app_path: str | None, database: str | None, verbose:
         stream=sys.stderr,
     )
     ctx.obj = Context(app_path, database)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def main() -> None:

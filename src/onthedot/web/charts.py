@@ -147,4 +147,3 @@ def timeline(records: Sequence[SlotRecord], now: datetime) -> Markup:
         )
     parts.append("</svg>")
     return Markup("".join(parts))
-

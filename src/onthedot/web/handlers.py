@@ -120,8 +120,10 @@ def action(fn: Handler) -> Endpoint:
         web: WebState = request.app.state.onthedot
         if web.read_only:
             return _error_page(request, 403, "read-only: actions are disabled")
-        length = request.headers.get("content-length", "0")
-        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
+        length = request.headers.get("content-length")
+        if length is None and "chunked" in request.headers.get("transfer-encoding", ""):
+            return _error_page(request, 411, "a form needs a Content-Length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_FORM_BYTES):
             return _error_page(request, 413, "the form is too large")
         try:
             data = await request.form(max_files=0, max_fields=100)

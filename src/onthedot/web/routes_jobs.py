@@ -69,7 +69,7 @@ def _after(pg: Page, job_id: int, message: str, *, removed: bool = False) -> Res
     if pg.htmx and pg.form.get("fragment") == "row":
         pg.notify(message)
         job = None if removed else pg.app.get_job(job_id)
-        return pg.render("_job_row.html", job=job, oob_flash=True)
+        return pg.render("_job_row.html", job=job, oob_flash=True, row_next=pg.back)
     return pg.redirect("/jobs" if removed and pg.back.startswith("/jobs/") else pg.back, message)
 
 
