@@ -132,7 +132,7 @@ class Outcome:
     error: str | None = None
     traceback: str | None = None
     retry_in: float | None = None  # seconds from the database clock's now, for RETRY
-    attempt: int = 0
+    attempt: int = 0  # the attempt it is for (0: whichever runs); a later one is left alone
 
 
 @dataclass(frozen=True, slots=True)

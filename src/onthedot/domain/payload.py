@@ -11,12 +11,16 @@ MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's argum
 
 def check_json(value: Any, where: str) -> None:
     """Raise TypeError/ValueError unless `value` is made only of JSON types: None, bool, int,
-    finite float, str, list/tuple, and dict with str keys."""
+    finite float, str, list/tuple, and dict with str keys. Strings must be storable by every
+    backend: no NUL character, no lone surrogate (undecoded bytes)."""
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, path = stack.pop()
         t = type(item)
-        if t is str or t is int or t is bool or item is None:
+        if t is str:
+            _check_text(item, path)
+            continue
+        if t is int or t is bool or item is None:
             continue
         if t is float:
             if not math.isfinite(item):
@@ -32,12 +36,29 @@ def check_json(value: Any, where: str) -> None:
                         f"{path} has key {k!r} of type {type(k).__name__}: JSON object keys "
                         "must be strings"
                     )
+                _check_text(k, f"{path} key {_short(k)}")
                 stack.append((v, f"{path}[{k!r}]"))
             continue
         raise TypeError(
             f"{path} is a {t.__name__} ({_short(item)}), which is not JSON: pass only None, bool, "
             "int, float, str, list and dict (convert dates to ISO strings, objects to ids)"
         )
+
+
+def _check_text(text: str, path: str) -> None:
+    if "\x00" in text:
+        raise ValueError(
+            f"{path} contains a NUL character (\\x00), which PostgreSQL cannot store: "
+            "remove it, or pass binary data encoded (e.g. base64)"
+        )
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{path} is not valid Unicode (a lone surrogate, as from undecodable bytes): "
+                "decode bytes properly, or pass them encoded (e.g. base64)"
+            ) from None
 
 
 def encode_size(args: Any, kwargs: Any, where: str) -> None:

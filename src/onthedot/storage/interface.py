@@ -7,7 +7,7 @@ clock (PostgreSQL `now()`, SQLite's host clock); a datetime (a test's manual clo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -146,8 +146,17 @@ class Storage(Protocol):
     ) -> int:
         """Give back claimed jobs that never started: queued again, the attempt not counted."""
 
-    def heartbeat(self, worker_id: str, lease: float, *, now: datetime | None = None) -> set[int]:
-        """Mark the worker alive and extend the leases of its running jobs to now+lease.
+    def heartbeat(
+        self,
+        worker_id: str,
+        lease: float,
+        *,
+        now: datetime | None = None,
+        held: Collection[int] | None = None,
+    ) -> set[int]:
+        """Mark the worker alive and extend the leases of its running jobs to now+lease (with
+        `held`, only of those jobs: the ones the worker knows it holds, so a job claimed by a
+        statement whose reply was lost expires and is rescued instead of being kept forever).
         Return the ids among them whose cancellation was requested."""
 
     def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:

@@ -17,13 +17,34 @@ _MAX_TRACEBACK = 20000
 _DEFAULT_BACKOFF = Backoff()
 
 
+def _text(value: Any, render: Any) -> str:
+    """`render(value)` (str or repr), or a note when a hostile __str__/__repr__ raises: turning
+    a job's exception or result into text must never kill the executor thread."""
+    try:
+        return str(render(value))
+    except BaseException:
+        return f"<{render.__name__}() of {type(value).__name__} failed>"
+
+
+def _storable(text: str) -> str:
+    """Text every backend can store: NUL characters and lone surrogates escaped (an error
+    message the database refused would stop the worker from persisting any outcome)."""
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace("\x00", "\\x00")
+
+
+def _format_traceback(exc: BaseException) -> str:
+    return "".join(tb_module.format_exception(exc))
+
+
 def success(job: ClaimedJob, result: Any) -> Outcome:
     if result is not None:
         try:
             check_json(result, "result")
-        except (TypeError, ValueError):
+        except BaseException:  # not JSON, or an object whose repr raises while checking
             # The work is done; a result we cannot store must not make it run again.
-            result = {"repr": repr(result)[:_MAX_ERROR], "note": "result was not JSON"}
+            result = {"repr": _text(result, repr)[:_MAX_ERROR], "note": "result was not JSON"}
     return Outcome(job.id, OutcomeKind.SUCCEEDED, result=result, attempt=job.attempt)
 
 
@@ -31,12 +52,12 @@ def failure(
     job: ClaimedJob, exc: BaseException, backoff: Backoff | None, *, with_traceback: bool = True
 ) -> Outcome:
     """A failed attempt: RETRY with backoff while attempts remain, else FAILED."""
-    error = f"{type(exc).__name__}: {exc}".strip()
+    error = _storable(f"{type(exc).__name__}: {_text(exc, str)}".strip())
     if len(error) > _MAX_ERROR:
         error = error[: _MAX_ERROR - 3] + "..."
     trace = None
     if with_traceback and exc.__traceback__ is not None:
-        trace = "".join(tb_module.format_exception(exc))[-_MAX_TRACEBACK:]
+        trace = _storable(_text(exc, _format_traceback)[-_MAX_TRACEBACK:])
     if job.attempt < job.max_attempts:
         delay = (backoff or _DEFAULT_BACKOFF).delay(job.attempt)
         return Outcome(

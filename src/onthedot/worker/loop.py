@@ -122,6 +122,10 @@ class Worker:
         self._running_lock = threading.Lock()
         self._outcomes: queue_mod.SimpleQueue[Any] = queue_mod.SimpleQueue()
         self._cancel_requested: set[int] = set()
+        # Ids of jobs claimed and not yet finished or given back (guarded by _cond): only their
+        # leases are extended, so a job claimed by a statement whose reply was lost expires
+        # and is rescued instead of being held forever by a worker that does not know it has it.
+        self._held: set[int] = set()
         self._stopping = threading.Event()
         self._hard_stop = threading.Event()
         self._keeper_stop = threading.Event()
@@ -242,6 +246,7 @@ class Worker:
         with self._cond:
             unstarted = [j.id for j in self._buffer]
             self._buffer.clear()
+            self._held.difference_update(unstarted)
             self._inflight -= len(unstarted)
             self._cond.notify_all()
         if unstarted:
@@ -398,6 +403,7 @@ class Worker:
             if jobs:
                 with self._cond:
                     self._buffer.extend(jobs)
+                    self._held.update(j.id for j in jobs)
                     self._inflight += len(jobs)
                     self._cond.notify(len(jobs))
                 total += len(jobs)
@@ -538,6 +544,7 @@ class Worker:
                 self._db_error("finish", exc, errors)
         self.processed += len(items)
         with self._cond:
+            self._held.difference_update(job.id for job, _, _ in items)
             self._unpersisted -= len(items)
             if self.burst and not self._unpersisted:
                 self._cond.notify_all()
@@ -587,7 +594,9 @@ class Worker:
             self._keeper_stop.wait(0.05)
 
     def _heartbeat(self) -> None:
-        cancel = self.storage.heartbeat(self.id, self.lease, now=self.clock.fixed_now())
+        with self._cond:
+            held = list(self._held)
+        cancel = self.storage.heartbeat(self.id, self.lease, now=self.clock.fixed_now(), held=held)
         if cancel:
             self._cancel_requested.update(cancel)
             with self._running_lock:

@@ -50,9 +50,12 @@ RETURNING j.id, j.name, j.args, j.kwargs, j.queue, j.attempts, j.max_attempts, j
           j.schedule_key, j.slot, j.priority, j.run_at;
 
 -- name: finish_succeeded
-UPDATE onthedot_jobs
+-- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
+UPDATE onthedot_jobs j
 SET state = 'succeeded', finished_at = COALESCE(%(now)s::timestamptz, now()), lease_until = NULL
-WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running';
+FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS v(id, attempt)
+WHERE j.id = v.id AND (v.attempt = 0 OR j.attempts = v.attempt)
+  AND j.worker_id = %(worker_id)s AND j.state = 'running';
 
 -- name: finish_many
 UPDATE onthedot_jobs j
@@ -72,8 +75,10 @@ SET state = v.state,
     lease_until = NULL,
     cancel_requested = false
 FROM unnest(%(ids)s::bigint[], %(states)s::text[], %(delays)s::float8[], %(results)s::text[],
-            %(errors)s::text[], %(tbs)s::text[]) AS v(id, state, delay, result, error, tb)
-WHERE j.id = v.id AND j.worker_id = %(worker_id)s AND j.state = 'running';
+            %(errors)s::text[], %(tbs)s::text[], %(attempts)s::int[])
+     AS v(id, state, delay, result, error, tb, attempt)
+WHERE j.id = v.id AND (v.attempt = 0 OR j.attempts = v.attempt)
+  AND j.worker_id = %(worker_id)s AND j.state = 'running';
 
 -- name: release_jobs
 UPDATE onthedot_jobs
@@ -92,6 +97,12 @@ WHERE id = %(worker_id)s;
 UPDATE onthedot_jobs
 SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
 WHERE worker_id = %(worker_id)s AND state = 'running'
+RETURNING id, cancel_requested;
+
+-- name: extend_held_leases
+UPDATE onthedot_jobs
+SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: register_worker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +14,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from onthedot.domain.errors import (
+    ConfigurationError,
     DatabaseUnavailable,
     InvalidJobState,
     JobNotFound,
@@ -111,6 +112,20 @@ class PostgresStorage(PostgresLedger):
                 f"PostgreSQL at {self.display} is unreachable (no connection within "
                 f"{self._pool.timeout:.0f}s): check the host, port and that the server runs"
             ) from exc
+        except pg_errors.ReadOnlySqlTransaction as exc:
+            # A standby, or default_transaction_read_only: wait like an outage (a failover
+            # promotes a new primary) and say so.
+            raise DatabaseUnavailable(
+                f"PostgreSQL at {self.display} is read-only ({_one_line(exc)}): point onthedot "
+                "at the primary, or turn off default_transaction_read_only"
+            ) from exc
+        except pg_errors.InsufficientPrivilege as exc:
+            raise ConfigurationError(
+                f"PostgreSQL at {self.display} refused: {_one_line(exc)}; onthedot's role needs "
+                "to read and write its tables (and create them, for `onthedot migrate`)"
+            ) from exc
+        except psycopg.DataError as exc:  # a value it cannot hold, e.g. a NUL in a filter
+            raise ValueError(f"PostgreSQL cannot take this value: {_one_line(exc)}") from exc
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(
                 f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
@@ -265,14 +280,19 @@ class PostgresStorage(PostgresLedger):
     ) -> int:
         if not outcomes:
             return 0
-        plain = [o.job_id for o in outcomes if o.kind is _SUCCESS and o.result is None]
+        plain = [o for o in outcomes if o.kind is _SUCCESS and o.result is None]
         rest = [o for o in outcomes if not (o.kind is _SUCCESS and o.result is None)]
         changed = 0
         with self._conn() as conn:
             if plain:
                 cur = conn.execute(
                     Q["finish_succeeded"],
-                    {"ids": plain, "worker_id": worker_id, "now": now},
+                    {
+                        "ids": [o.job_id for o in plain],
+                        "attempts": [o.attempt for o in plain],
+                        "worker_id": worker_id,
+                        "now": now,
+                    },
                     prepare=True,
                 )
                 changed += cur.rowcount
@@ -288,6 +308,7 @@ class PostgresStorage(PostgresLedger):
                         ],
                         "errors": [o.error for o in rest],
                         "tbs": [o.traceback for o in rest],
+                        "attempts": [o.attempt for o in rest],
                         "worker_id": worker_id,
                         "now": now,
                     },
@@ -309,11 +330,24 @@ class PostgresStorage(PostgresLedger):
             conn.execute(Q["notify_queues"], {"queues": [q[0] for q in queues]})
             return cur.rowcount
 
-    def heartbeat(self, worker_id: str, lease: float, *, now: datetime | None = None) -> set[int]:
-        params = {"worker_id": worker_id, "lease": lease, "now": now}
+    def heartbeat(
+        self,
+        worker_id: str,
+        lease: float,
+        *,
+        now: datetime | None = None,
+        held: Collection[int] | None = None,
+    ) -> set[int]:
+        params: dict[str, Any] = {"worker_id": worker_id, "lease": lease, "now": now}
         with self._tx() as conn:
             conn.execute(Q["heartbeat_worker"], params)
-            rows = conn.execute(Q["extend_leases"], params).fetchall()
+            if held is None:
+                rows = conn.execute(Q["extend_leases"], params).fetchall()
+            elif held:
+                params["ids"] = list(held)
+                rows = conn.execute(Q["extend_held_leases"], params).fetchall()
+            else:
+                rows = []
         return {r[0] for r in rows if r[1]}
 
     def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
@@ -462,11 +496,16 @@ class PostgresStorage(PostgresLedger):
             clauses.append("schedule_key = %(schedule_key)s")
             params["schedule_key"] = flt.schedule_key
         if flt.search:
+            # Arguments are searched as JSON text, so also look for the term as JSON spells it
+            # inside a string (quotes, backslashes and control characters escaped).
             clauses.append(
                 "(strpos(args::text, %(search)s) > 0 OR strpos(kwargs::text, %(search)s) > 0"
+                " OR strpos(args::text, %(search_json)s) > 0"
+                " OR strpos(kwargs::text, %(search_json)s) > 0"
                 " OR strpos(COALESCE(error, ''), %(search)s) > 0)"
             )
             params["search"] = flt.search
+            params["search_json"] = json.dumps(flt.search, ensure_ascii=False)[1:-1]
         if keyset and flt.before_id is not None:
             clauses.append("id < %(before_id)s")
             params["before_id"] = flt.before_id

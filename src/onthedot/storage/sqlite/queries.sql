@@ -31,8 +31,10 @@ RETURNING id, name, args, kwargs, queue, attempts, max_attempts, timeout, schedu
           priority, run_at;
 
 -- name: finish_succeeded
+-- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
 UPDATE onthedot_jobs SET state = 'succeeded', finished_at = :now, lease_until = NULL
-WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+WHERE id = :id AND (:attempt = 0 OR attempts = :attempt) AND worker_id = :worker_id
+  AND state = 'running';
 
 -- name: finish_one
 UPDATE onthedot_jobs
@@ -48,7 +50,8 @@ SET state = :state,
                       'worker_id', worker_id)) END,
     lease_until = NULL,
     cancel_requested = 0
-WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+WHERE id = :id AND (:attempt = 0 OR attempts = :attempt) AND worker_id = :worker_id
+  AND state = 'running';
 
 -- name: release_job
 UPDATE onthedot_jobs
@@ -62,6 +65,11 @@ UPDATE onthedot_workers SET heartbeat_at = :now WHERE id = :worker_id;
 -- name: extend_leases
 UPDATE onthedot_jobs SET lease_until = :now + :lease
 WHERE worker_id = :worker_id AND state = 'running'
+RETURNING id, cancel_requested;
+
+-- name: extend_held_leases
+UPDATE onthedot_jobs SET lease_until = :now + :lease
+WHERE id IN (SELECT value FROM json_each(:ids)) AND worker_id = :worker_id AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: register_worker

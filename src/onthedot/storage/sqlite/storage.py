@@ -14,7 +14,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -145,11 +145,24 @@ class SqliteStorage(SqliteLedger):
             self._begin(conn)
             try:
                 yield conn
-            except BaseException:
+            except BaseException as exc:
                 conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
+                    raise self._read_only(exc) from exc
                 raise
             else:
-                conn.execute("COMMIT")
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    if "readonly" in str(exc):
+                        raise self._read_only(exc) from exc
+                    raise
+
+    def _read_only(self, exc: sqlite3.Error) -> DatabaseUnavailable:
+        return DatabaseUnavailable(
+            f"SQLite database {self.path!r} is read-only ({exc}): give this process write "
+            "access to the file and its folder"
+        )
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
@@ -311,7 +324,8 @@ class SqliteStorage(SqliteLedger):
             for o in outcomes:
                 if o.kind is OutcomeKind.SUCCEEDED and o.result is None:
                     cur = conn.execute(
-                        Q["finish_succeeded"], {"id": o.job_id, "worker_id": worker_id, "now": ts}
+                        Q["finish_succeeded"],
+                        {"id": o.job_id, "attempt": o.attempt, "worker_id": worker_id, "now": ts},
                     )
                 else:
                     cur = conn.execute(
@@ -323,6 +337,7 @@ class SqliteStorage(SqliteLedger):
                             "result": None if o.result is None else json.dumps(o.result),
                             "error": o.error,
                             "tb": o.traceback,
+                            "attempt": o.attempt,
                             "worker_id": worker_id,
                             "now": ts,
                             "now_iso": now_iso,
@@ -342,11 +357,24 @@ class SqliteStorage(SqliteLedger):
                 for i in job_ids
             )
 
-    def heartbeat(self, worker_id: str, lease: float, *, now: datetime | None = None) -> set[int]:
-        params = {"worker_id": worker_id, "lease": lease, "now": self._now(now)}
+    def heartbeat(
+        self,
+        worker_id: str,
+        lease: float,
+        *,
+        now: datetime | None = None,
+        held: Collection[int] | None = None,
+    ) -> set[int]:
+        params: dict[str, Any] = {"worker_id": worker_id, "lease": lease, "now": self._now(now)}
         with self._tx() as conn:
             conn.execute(Q["heartbeat_worker"], params)
-            rows = conn.execute(Q["extend_leases"], params).fetchall()
+            if held is None:
+                rows = conn.execute(Q["extend_leases"], params).fetchall()
+            elif held:
+                params["ids"] = json.dumps(list(held))
+                rows = conn.execute(Q["extend_held_leases"], params).fetchall()
+            else:
+                rows = []
         return {r[0] for r in rows if r[1]}
 
     def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
@@ -503,11 +531,15 @@ class SqliteStorage(SqliteLedger):
             clauses.append("schedule_key = :schedule_key")
             params["schedule_key"] = flt.schedule_key
         if flt.search:
+            # Arguments are stored as ASCII JSON: also look for the term as JSON spells it
+            # inside a string (non-ASCII as \uXXXX, quotes and backslashes escaped).
             clauses.append(
                 "(instr(args, :search) > 0 OR instr(kwargs, :search) > 0"
+                " OR instr(args, :search_json) > 0 OR instr(kwargs, :search_json) > 0"
                 " OR instr(COALESCE(error, ''), :search) > 0)"
             )
             params["search"] = flt.search
+            params["search_json"] = json.dumps(flt.search)[1:-1]
         if keyset and flt.before_id is not None:
             clauses.append("id < :before_id")
             params["before_id"] = flt.before_id
