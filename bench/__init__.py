@@ -1,0 +1,1 @@
+"""onthedot's benchmark harness: `python -m bench --quick` (see bench/README.md)."""

@@ -1,0 +1,1 @@
+"""Cells for the peers, each run in its own subprocess on bench/.venv's python."""

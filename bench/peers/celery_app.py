@@ -1,0 +1,29 @@
+"""The Celery application of the benchmark: Redis broker, late acks, no result backend."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from bench.jobs import mark_first, signal_started
+
+app = Celery("bench", broker=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6391/0"))
+app.conf.update(
+    task_acks_late=True,  # at-least-once, like onthedot
+    task_ignore_result=True,
+    task_default_queue="bench",
+    worker_prefetch_multiplier=int(os.environ.get("BENCH_CELERY_PREFETCH", "4")),
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+)
+
+
+@app.task(name="noop")
+def noop() -> None:
+    mark_first()
+
+
+@app.task(name="lat")
+def lat(sample: int) -> None:
+    signal_started(sample)

@@ -1,0 +1,1 @@
+"""The workloads: each orchestrates its cells for every system and records results."""
