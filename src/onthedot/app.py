@@ -18,7 +18,7 @@ from onthedot.config import parse_database_url, resolve_database_url
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered, SchemaOutOfDate
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
-from onthedot.domain.payload import check_json, encode_size
+from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
 from onthedot.domain.schedule import COMMAND_JOB
 from onthedot.observability.events import EventBus, JobEnqueued, LoggingSubscriber
@@ -63,6 +63,7 @@ class JobFunction(Generic[P, R]):
         self.timeout = timeout
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
+        self._arity = _plain_arity(self.signature)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -73,18 +74,32 @@ class JobFunction(Generic[P, R]):
 
     # -- building jobs ----------------------------------------------------------------------
     def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
-        """Raise TypeError/ValueError unless the arguments bind to the signature and are JSON."""
+        """Raise TypeError/ValueError unless the arguments bind to the signature and are JSON
+        (within the size limit)."""
+        self._bind(args, kwargs)
+        encode_arguments(list(args), kwargs, f"job {self.name!r}")
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        arity = self._arity
+        if arity is not None and not kwargs and arity[0] <= len(args) <= arity[1]:
+            return  # plain positional parameters: counting is binding
         try:
             self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"job {self.name!r}: {exc}") from None
-        check_json(list(args), f"job {self.name!r} args")
-        check_json(kwargs, f"job {self.name!r} kwargs")
 
     def build(
         self,
         args: Sequence[Any] = (),
         kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> NewJob:
+        """Validate arguments and options (`delay`, `run_at`, `priority`, `queue`,
+        `unique_key`, `max_attempts`, `timeout`) and return the job to insert."""
+        return self._build(args, kwargs, self.job_options(**options))
+
+    def job_options(
+        self,
         *,
         delay: float | timedelta | str | None = None,
         run_at: datetime | None = None,
@@ -93,30 +108,31 @@ class JobFunction(Generic[P, R]):
         unique_key: str | None = None,
         max_attempts: int | None = None,
         timeout: float | str | timedelta | None = None,
-        check_size: bool = True,
-    ) -> NewJob:
-        """Validate arguments and options and return the job to insert."""
-        kwargs = dict(kwargs or {})
-        args = list(args)
-        self.check_arguments(args, kwargs)
-        if check_size:
-            encode_size(args, kwargs, f"job {self.name!r}")
-        when = _run_at(self.app.clock, delay, run_at)
+    ) -> dict[str, Any]:
+        """The validated enqueue options, as NewJob fields (checked once per batch)."""
         attempts = self.max_attempts if max_attempts is None else max_attempts
         if attempts < 1:
             raise ValueError(f"job {self.name!r}: max_attempts must be >= 1, got {attempts}")
         if unique_key is not None and (not isinstance(unique_key, str) or not unique_key):
             raise ValueError(f"job {self.name!r}: unique_key must be a non-empty string")
+        return {
+            "queue": _check_queue(self.queue if queue is None else queue),
+            "priority": _check_priority(self.priority if priority is None else priority),
+            "run_at": _run_at(self.app.clock, delay, run_at),
+            "max_attempts": attempts,
+            "timeout": self.timeout if timeout is None else _timeout(timeout),
+            "unique_key": unique_key,
+        }
+
+    def _build(
+        self, args: Sequence[Any], kwargs: dict[str, Any] | None, options: dict[str, Any]
+    ) -> NewJob:
+        kwargs = dict(kwargs) if kwargs else {}
+        args = list(args)
+        self._bind(args, kwargs)
+        args_json, kwargs_json = encode_arguments(args, kwargs, f"job {self.name!r}")
         return NewJob(
-            name=self.name,
-            args=args,
-            kwargs=kwargs,
-            queue=_check_queue(self.queue if queue is None else queue),
-            priority=_check_priority(self.priority if priority is None else priority),
-            run_at=when,
-            max_attempts=attempts,
-            timeout=self.timeout if timeout is None else _timeout(timeout),
-            unique_key=unique_key,
+            self.name, args, kwargs, **options, args_json=args_json, kwargs_json=kwargs_json
         )
 
     # -- enqueueing -------------------------------------------------------------------------
@@ -150,6 +166,7 @@ class JobFunction(Generic[P, R]):
     ) -> list[int]:
         """Enqueue many jobs in one round trip. Each item is a list/tuple of positional
         arguments, a dict of keyword arguments, or an `(args, kwargs)` pair."""
+        fields = self.job_options(**options)
         jobs: list[NewJob] = []
         a: Sequence[Any]
         k: dict[str, Any]
@@ -170,7 +187,7 @@ class JobFunction(Generic[P, R]):
                     f"job {self.name!r}: enqueue_many items must be an args list, a kwargs dict "
                     f"or an (args, kwargs) pair, got {type(call).__name__}"
                 )
-            jobs.append(self.build(a, k, **options))
+            jobs.append(self._build(a, k, fields))
         return self.app.enqueue_jobs(jobs, connection=connection)
 
     async def aenqueue_many(self, calls: Iterable[Any], **options: Any) -> list[int]:
@@ -414,6 +431,15 @@ def _run_at(clock: Clock, delay: Any, run_at: datetime | None) -> datetime | Non
         return None
     seconds = parse_duration(delay, what="delay", allow_zero=True).total_seconds()
     return clock.now() + timedelta(seconds=seconds) if seconds > 0 else None
+
+
+def _plain_arity(signature: inspect.Signature) -> tuple[int, int] | None:
+    """(required, total) when every parameter is positional-or-keyword, else None."""
+    params = list(signature.parameters.values())
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+    return required, len(params)
 
 
 def _check_queue(queue: str) -> str:

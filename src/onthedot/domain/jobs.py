@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -40,6 +41,15 @@ class NewJob:
     schedule_key: str | None = None
     slot: datetime | None = None
     lock_key: str | None = None  # at most one running job per lock key
+    args_json: str | None = None  # `args` already encoded (by validation), or None
+    kwargs_json: str | None = None
+
+    def encoded(self) -> tuple[str, str]:
+        """The JSON text of args and kwargs (encoded once)."""
+        return (
+            self.args_json if self.args_json is not None else json.dumps(self.args),
+            self.kwargs_json if self.kwargs_json is not None else json.dumps(self.kwargs),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import threading
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments
@@ -61,14 +64,71 @@ def _check_text(text: str, path: str) -> None:
             ) from None
 
 
-def encode_size(args: Any, kwargs: Any, where: str) -> None:
-    """Raise ValueError when the encoded arguments exceed MAX_PAYLOAD_BYTES."""
-    size = len(json.dumps(args)) + len(json.dumps(kwargs))
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+_local = threading.local()
+
+
+def _dumps(value: Any) -> str:
+    """json.dumps(value, allow_nan=False) with a C encoder kept per thread (json.dumps builds
+    a new one on every call, which costs more than encoding a few arguments)."""
+    encoder = getattr(_local, "encoder", None)
+    if encoder is None:
+        if c_make_encoder is None:  # pragma: no cover - a Python without the json accelerator
+            return json.dumps(value, allow_nan=False)
+        markers: dict[int, Any] = {}
+        encoder = _local.encoder = (
+            c_make_encoder(
+                markers, _not_json, encode_basestring_ascii, None, ": ", ", ", False, False, False
+            ),
+            markers,
+        )
+    try:
+        return "".join(encoder[0](value, 0))
+    except BaseException:
+        encoder[1].clear()  # the cycle detector's memo is left half-filled by an error
+        raise
+
+
+# In json.dumps' ASCII output, a NUL or a surrogate (lone, or half of a pair) is spelled \u0000 /
+# \ud800-\udfff: such payloads, and any holding a dict (whose keys json would coerce to
+# strings), get the full walk of check_json.
+_SUSPECT = re.compile(r"\\u(?:0000|d[89a-f])")
+
+
+def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tuple[str, str]:
+    """Validate job arguments (as `check_json` does, plus the size limit) and return their JSON
+    text. The common case (scalars and lists) is checked by the C encoder alone."""
+    try:
+        args_json = _dumps(args) if args else "[]"
+        kwargs_json = _dumps(kwargs) if kwargs else "{}"
+    except ValueError as exc:
+        if "ircular" in str(exc):  # check_json's walk would never end on a cycle
+            raise ValueError(f"{where}: arguments contain a circular reference") from None
+        check_json(args, f"{where} args")
+        check_json(kwargs, f"{where} kwargs")
+        raise
+    except (TypeError, RecursionError):
+        check_json(args, f"{where} args")
+        check_json(kwargs, f"{where} kwargs")
+        raise  # check_json found nothing: let the encoder's own error through
+    if (
+        "{" in args_json
+        or "{" in kwargs_json[1:]
+        or _SUSPECT.search(args_json)
+        or _SUSPECT.search(kwargs_json)
+    ):
+        check_json(args, f"{where} args")
+        check_json(kwargs, f"{where} kwargs")
+    size = len(args_json) + len(kwargs_json)
     if size > MAX_PAYLOAD_BYTES:
         raise ValueError(
             f"{where}: arguments are {size} bytes of JSON, over the {MAX_PAYLOAD_BYTES} byte "
             "limit; store large data elsewhere and pass a reference"
         )
+    return args_json, kwargs_json
 
 
 def _short(value: Any) -> str:

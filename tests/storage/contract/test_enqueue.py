@@ -323,3 +323,18 @@ def test_connection_on_sqlite_is_refused(sqlite_url: str) -> None:
         assert app.storage.count_jobs(JobFilter()) == 0
     finally:
         app.close()
+
+
+def test_bulk_enqueue_keeps_awkward_strings_intact(app: App) -> None:
+    """The bulk path (COPY text format on PostgreSQL, executemany on SQLite) escapes what it
+    must: backslashes, tabs, newlines and quotes survive the round trip."""
+
+    @app.job(name="awkward\tname")
+    def awkward(text: str, extra: dict[str, str] | None = None) -> None: ...
+
+    values = ["back\\slash", "tab\tand\nnewline\r", 'quote "x"', "\\N", "emoji \U0001f600", ""]
+    ids = awkward.enqueue_many([([v], {"extra": {"k": v}}) for v in values])
+    got = [app.get_job(i) for i in ids]
+    assert [j.args for j in got if j] == [[v] for v in values]
+    assert [j.kwargs for j in got if j] == [{"extra": {"k": v}} for v in values]
+    assert {j.name for j in got if j} == {"awkward\tname"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,12 +16,13 @@ Q = load_queries("postgres")
 
 
 def job_params(job: NewJob, now: datetime | None) -> dict[str, Any]:
+    args, kwargs = job.encoded()
     return {
         "name": job.name,
         "queue": job.queue,
         "priority": job.priority,
-        "args": json.dumps(job.args),
-        "kwargs": json.dumps(job.kwargs),
+        "args": args,
+        "kwargs": kwargs,
         "run_at": job.run_at,
         "now": now,
         "max_attempts": job.max_attempts,

@@ -69,14 +69,16 @@ def _timing_params(row: LedgerRow, generation: int, now: float) -> dict[str, Any
 
 
 def insert_job(conn: sqlite3.Connection, job: NewJob, now: float) -> int:
+    """Insert one job; a taken unique_key yields the id of the job holding it."""
+    args, kwargs = job.encoded()
     row = conn.execute(
         Q["enqueue_one"],
         {
             "name": job.name,
             "queue": job.queue,
             "priority": job.priority,
-            "args": json.dumps(job.args),
-            "kwargs": json.dumps(job.kwargs),
+            "args": args,
+            "kwargs": kwargs,
             "run_at": opt_ts(job.run_at),
             "now": now,
             "max_attempts": job.max_attempts,

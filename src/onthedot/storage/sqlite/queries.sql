@@ -10,6 +10,11 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'r
 DO NOTHING
 RETURNING id;
 
+-- name: enqueue_many
+INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
+                           schedule_key, slot, lock_key, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: find_unique
 SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queued', 'running');
 

@@ -33,8 +33,8 @@ from onthedot.domain.jobs import (
 )
 from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sqlfile import load_migrations, load_queries
-from onthedot.storage.sqlite.ledger import SqliteLedger
-from onthedot.storage.sqlite.timeconv import from_ts, opt_dt, opt_ts, to_ts
+from onthedot.storage.sqlite.ledger import SqliteLedger, insert_job
+from onthedot.storage.sqlite.timeconv import from_ts, opt_dt, slot_ts, to_ts
 
 Q = load_queries("sqlite")
 _JOB_COLUMNS = Q["job_columns"].removeprefix("SELECT").removesuffix("FROM onthedot_jobs").strip()
@@ -255,30 +255,33 @@ class SqliteStorage(SqliteLedger):
         if not jobs:
             return []
         ts = self._now(now)
-        ids: list[int] = []
-        dumps = json.dumps
         with self._tx() as conn:
+            if len(jobs) == 1 or any(j.unique_key for j in jobs):
+                return [insert_job(conn, job, ts) for job in jobs]
+            # Many plain jobs: one executemany. Inside this write transaction rowids are
+            # handed out consecutively, so the ids are the last n.
+            rows = []
             for job in jobs:
-                params = {
-                    "name": job.name,
-                    "queue": job.queue,
-                    "priority": job.priority,
-                    "args": dumps(job.args),
-                    "kwargs": dumps(job.kwargs),
-                    "run_at": opt_ts(job.run_at),
-                    "now": ts,
-                    "max_attempts": job.max_attempts,
-                    "timeout": job.timeout,
-                    "unique_key": job.unique_key,
-                    "schedule_key": job.schedule_key,
-                    "slot": None if job.slot is None else int(job.slot.timestamp()),
-                    "lock_key": job.lock_key,
-                }
-                row = conn.execute(Q["enqueue_one"], params).fetchone()
-                if row is None:
-                    row = conn.execute(Q["find_unique"], params).fetchone()
-                ids.append(int(row[0]))
-        return ids
+                args, kwargs = job.encoded()
+                rows.append(
+                    (
+                        job.name,
+                        job.queue,
+                        job.priority,
+                        args,
+                        kwargs,
+                        ts if job.run_at is None else to_ts(job.run_at),
+                        job.max_attempts,
+                        job.timeout,
+                        job.schedule_key,
+                        None if job.slot is None else slot_ts(job.slot),
+                        job.lock_key,
+                        ts,
+                    )
+                )
+            conn.executemany(Q["enqueue_many"], rows)
+            last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+        return list(range(last - len(jobs) + 1, last + 1))
 
     # -- the worker's verbs ---------------------------------------------------------------------
     def claim_jobs(
