@@ -7,7 +7,12 @@ Threads:
 - the completer: persists outcomes, batching whatever accumulated during the previous write;
 - the keeper: heartbeats (extends leases, reads cancel requests), enforces timeouts, rescues
   jobs of dead workers and prunes, each on its own interval;
-- the scheduler (unless disabled) and the wake-up watcher.
+- the scheduler (unless disabled), and the LISTEN (re)connector or the SQLite change watcher.
+
+Latency of a job enqueued while the worker is idle: the claimer itself sleeps on the LISTEN
+connection (see `wakeup.py`), claims, and wakes exactly one idle executor per claimed job; the
+work that follows a claim (the next-ready lookup, the paused-queue check, outcomes) stays off
+that path.
 """
 
 from __future__ import annotations
@@ -115,7 +120,9 @@ class Worker:
         self.heartbeat_every = min(max(self.lease / 3, 0.05), 10.0)
 
         self._buffer: deque[ClaimedJob] = deque()
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # executors wait here for claimed jobs
+        self._room = threading.Condition(lock)  # the claimer waits here for room (or outcomes)
         self._inflight = 0
         self._unpersisted = 0  # outcomes handed to the completer, not yet written
         self._running: dict[int, _Running] = {}
@@ -132,7 +139,9 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._paused: set[str] = set()
-        self._paused_checked = 0.0
+        self._paused_checked = 0.0  # monotonic; 0: never read (the first claim reads it)
+        self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
+        self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
         self.wakeup = self._make_wakeup()
         self.scheduler: Any = None
         self.processed = 0
@@ -150,9 +159,10 @@ class Worker:
         self._stopping.set()
         if not graceful:
             self._hard_stop.set()
-        self.wakeup.event.set()
+        self.wakeup.wake()
         with self._cond:
             self._cond.notify_all()
+            self._room.notify_all()
 
     def run(self) -> int:
         """Run until stopped (or, with burst, until the queues are empty). Returns the number of
@@ -294,9 +304,9 @@ class Worker:
                 thread.join(timeout=settle)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
-        self.wakeup.stop()
         if self._local_wake in self.app._local_wakeups:
             self.app._local_wakeups.remove(self._local_wake)
+        self.wakeup.stop()
         try:
             self.storage.deregister_worker(self.id)
         except OnthedotError:
@@ -331,7 +341,7 @@ class Worker:
     # -- claiming ---------------------------------------------------------------------------
     def _local_wake(self, queues: set[str]) -> None:
         if not queues.isdisjoint(self.queues):
-            self.wakeup.event.set()
+            self.wakeup.wake()
 
     def _claim_loop(self, started: float) -> None:
         errors = 0
@@ -345,18 +355,20 @@ class Worker:
                 # Refill in batches: wait until half the room is free, unless the executors
                 # have nothing left to start (then any room is worth a claim).
                 if free <= 0 or (free < self.refill_at and self._buffer):
-                    self._cond.wait(0.1)
+                    self._room.wait(0.1)
                     continue
             try:
-                claimed = self._claim(free)
+                claimed, more = self._claim(free)
                 errors = 0
             except (OnthedotError, OSError) as exc:
                 errors += 1
                 self._db_error("claim", exc, errors)
                 continue
             if claimed:
-                settled = False
-                continue
+                self._stuck = False
+                if more or self.burst:
+                    settled = False
+                    continue
             if self.burst:
                 # Empty means: nothing claimable after every outcome was written (a finished
                 # job may free a lock key, or a retry may be due at once), checked twice.
@@ -368,55 +380,93 @@ class Worker:
                         settled = True
                         continue
                     settled = False
-                    self._cond.wait(0.05)
+                    self._room.wait(0.05)
                 continue
+            # Every queue gave fewer jobs than asked: nothing more is ready, and whatever gets
+            # ready next is announced (or found by the lookup in `_idle`). Sleep at once, so
+            # the executors just woken have the interpreter to themselves.
             try:
-                timeout = self._idle_timeout()
+                self._idle()
             except (OnthedotError, OSError) as exc:
                 errors += 1
                 self._db_error("claim", exc, errors)
-                continue
-            self.wakeup.wait(timeout)
 
-    def _idle_timeout(self) -> float:
-        """Sleep until woken, the next delayed job is ready, or the poll interval passes."""
+    # Wake-ups arriving within this many seconds skip the next-ready lookup: a worker fed a
+    # steady stream of jobs claims delayed jobs that came due at its next claim anyway.
+    _QUIET = 0.02
+    _BUSY_LOCK_RECHECK = 0.25  # a ready job whose lock key is held: how often to look again
+
+    def _idle(self) -> None:
+        """Sleep until woken, the next delayed job is ready, or the poll interval passes.
+
+        The next-ready lookup is a round trip: it waits until the worker has been quiet for
+        `_QUIET` (or until the instant the previous lookup gave), so it never sits between a
+        notification and the claim, nor competes with the start of the job just claimed."""
         timeout = self.poll_interval
         if self.stop_after is not None:
             timeout = min(timeout, 0.1)
+        if self._stuck:
+            # The lookup saw a ready job and the claim right after got none: its lock key is
+            # held (or another worker took it). Look again shortly.
+            self._stuck = False
+            self.wakeup.wait(min(timeout, self._BUSY_LOCK_RECHECK))
+            return
+        now = time.monotonic()
+        due = self._ready_at
+        if due is not None and due <= now:
+            due = self._ready_at = None  # the claim just made was the one it announced
+        quiet = min(timeout, self._QUIET)
+        if due is not None:
+            quiet = min(quiet, due - now)
+        if self.wakeup.wait(quiet):
+            return
+        if due is not None and time.monotonic() >= due:
+            return  # claim the job the previous lookup announced
+        if quiet >= timeout:
+            return
+        timeout -= quiet
+        self._ready_at = None
         queues = self._active_queues()
-        if not queues:
-            return timeout
-        ready_in = self.storage.seconds_until_ready(queues, now=self.clock.fixed_now())
-        if ready_in is not None:
-            # <= 0: a ready job we could not claim (its lock key is busy): look again shortly.
-            timeout = min(timeout, ready_in if ready_in > 0 else 0.25)
-        return timeout
+        if queues:
+            ready_in = self.storage.seconds_until_ready(queues, now=self.clock.fixed_now())
+            if ready_in is not None:
+                if ready_in <= 0:
+                    self._stuck = True  # a ready job nobody announced (a retry): claim it now
+                    return
+                self._ready_at = time.monotonic() + ready_in
+                timeout = min(timeout, ready_in)
+        self.wakeup.wait(timeout)
 
-    def _claim(self, free: int) -> int:
+    def _claim(self, free: int) -> tuple[int, bool]:
+        """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         total = 0
         now = self.clock.fixed_now()
         for queue_name in self._active_queues():
             want = min(free - total, self.batch_size)
             if want <= 0:
-                break
+                return total, True  # no room left for this queue's jobs
             jobs = self.storage.claim_jobs(self.id, queue_name, want, self.lease, now=now)
             if jobs:
                 with self._cond:
                     self._buffer.extend(jobs)
                     self._held.update(j.id for j in jobs)
                     self._inflight += len(jobs)
-                    self._cond.notify(len(jobs))
+                    self._cond.notify(len(jobs))  # one idle executor per job, no more
                 total += len(jobs)
-        return total
+                if len(jobs) >= want:
+                    return total, True
+        return total, False
 
     def _active_queues(self) -> Sequence[str]:
-        now = time.monotonic()
-        if now - self._paused_checked > 2.0:
-            self._paused = self.storage.paused_queues()
-            self._paused_checked = now
+        if not self._paused_checked:
+            self._refresh_paused()  # later by the keeper, off the claim path
         if not self._paused:
             return self.queues
         return [q for q in self.queues if q not in self._paused]
+
+    def _refresh_paused(self) -> None:
+        self._paused = self.storage.paused_queues()
+        self._paused_checked = time.monotonic()
 
     # -- executing --------------------------------------------------------------------------
     def _execute_loop(self) -> None:
@@ -507,7 +557,7 @@ class Worker:
             self._inflight -= 1
             free = self.max_inflight - self._inflight
             if free == self.refill_at or not self._buffer:
-                self._cond.notify_all()
+                self._room.notify()  # only the claimer waits for room
 
     # -- persisting outcomes ----------------------------------------------------------------
     def _complete_loop(self) -> None:
@@ -547,7 +597,7 @@ class Worker:
             self._held.difference_update(job.id for job, _, _ in items)
             self._unpersisted -= len(items)
             if self.burst and not self._unpersisted:
-                self._cond.notify_all()
+                self._room.notify()
         self._emit_outcomes(items)
 
     def _emit_outcomes(self, items: list[tuple[ClaimedJob, Outcome, float | None]]) -> None:
@@ -586,6 +636,9 @@ class Worker:
                 if now >= next_prune:
                     self._prune()
                     next_prune = now + 60.0
+                if self._paused_checked and now - self._paused_checked > 2.0:
+                    self._paused_checked = now  # if the read fails, retried 2 s later
+                    self._refresh_paused()
                 errors = 0
             except (OnthedotError, OSError) as exc:
                 errors += 1

@@ -303,8 +303,10 @@ class PostgresStorage(PostgresLedger):
                     return []
         # RETURNING order is unspecified: restore claim order.
         rows.sort(key=lambda r: (-r[10], r[11], r[0]))
+        loads = json.loads
         return [
-            ClaimedJob(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows
+            ClaimedJob(r[0], r[1], loads(r[2]), loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9])
+            for r in rows
         ]
 
     def finish_jobs(
