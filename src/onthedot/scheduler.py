@@ -1,9 +1,10 @@
 """The scheduler tick. Every worker runs it (no leader); contention is settled in the database.
 
-A tick locks the due ledger rows (index on next_due_at, SKIP LOCKED), decides with the pure
-`domain.slots.decide`, and commits cursor + slot history + jobs in one transaction. Between
-ticks it sleeps until the next due instant by the database clock (bounded, woken early when
-schedules change).
+While nothing is due a tick is one read (clock, fence, earliest due instant), which also tells
+the loop how long to sleep: until the next due instant by the database clock (bounded, woken
+early when schedules change). When rows are due, a tick locks them (index on next_due_at, SKIP
+LOCKED), checks the fence in that transaction, decides with `domain.slots` (the pure rules,
+memoized per definition and per cursor) and commits cursor + slot history + jobs together.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from onthedot.domain.errors import OnthedotError
-from onthedot.domain.ledger import LedgerRow, SlotOutcome, SyncReport, TickPlan
-from onthedot.domain.slots import decide, plan_sync
+from onthedot.domain.ledger import DueRow, SlotOutcome, SyncReport, TickPlan
+from onthedot.domain.slots import Decider, plan_sync
 from onthedot.observability.events import (
     DatabaseError,
     LedgerRepaired,
@@ -37,6 +39,7 @@ log = logging.getLogger("onthedot.scheduler")
 
 TICK_BATCH = 1000  # ledger rows per tick transaction
 MAX_SLEEP = 1.0  # seconds: the bound on sleeping, so changes made elsewhere are seen quickly
+NAP = 0.02  # seconds: due rows are held by another scheduler (or by newer code): look again soon
 CHECK_EVERY = 60.0  # seconds between checks that every declared schedule has its ledger row
 
 
@@ -61,13 +64,20 @@ class Scheduler:
         self.ticks = 0
         self._skip_for: dict[str, ScheduleDef] | None = None
         self._skip_list: list[str] = []
+        self._decider = Decider()
+        self._decider_lock = threading.Lock()
 
     # -- start ------------------------------------------------------------------------------
     def prepare(self) -> int:
         """Validate the declarations (raise ScheduleError with every problem) and find this
-        code's generation."""
-        self.app.schedules.declared()
+        code's generation. What deciding derives from each declaration (fingerprint, job
+        template) is computed here, once, rather than by the first tick that meets it."""
+        declared = self.app.schedules.declared()
         self.generation = self.storage.code_generation(self.app.schedules.code_hash())
+        jobs = self.app.jobs
+        with self._decider_lock:
+            for sched in declared.values():
+                self._decider.learn(sched, jobs.get(sched.job))
         return self.generation
 
     def sync(self, *, now: datetime | None = None) -> SyncReport:
@@ -98,9 +108,13 @@ class Scheduler:
     # -- ticking ----------------------------------------------------------------------------
     def tick(self, *, now: datetime | None = None) -> list[TickResult]:
         """Tick until nothing more is due (each batch its own transaction). `now` replaces the
-        clock's time (a test hook; None: the app's clock decides)."""
+        clock's time (a test hook; None: the app's clock decides).
+
+        Returns each transaction's result, without its `plans`: they are acted upon (events
+        emitted) batch by batch, and a burst of 100k slots need not keep 100k plans alive."""
         results = []
         skip_keys = self._skip_keys(self.app.schedules.declared())
+        full = False
         while True:
             result = self.storage.tick(
                 self._decide,
@@ -109,6 +123,7 @@ class Scheduler:
                 limit=self.batch,
                 now=now or self.app.clock.fixed_now(),
                 skip_keys=skip_keys,
+                expect_due=full,
             )
             self.ticks += 1
             if result.fenced != self.fenced:
@@ -116,10 +131,11 @@ class Scheduler:
                 self._set_fenced(result.fenced)
                 if was and not result.fenced:
                     self.sync(now=now)  # the newer code is gone (rollback): ours decides again
-            results.append(result)
             self._emit(result)
+            results.append(replace(result, plans=[]) if result.plans else result)
             if result.rows < self.batch or result.fenced:
                 return results
+            full = True  # more rows are probably due: the next batch skips the idle read
 
     def _skip_keys(self, declared: dict[str, ScheduleDef]) -> list[str]:
         """Keys with overlap "skip", computed once per set of declarations (the registry
@@ -129,32 +145,41 @@ class Scheduler:
             self._skip_for = declared
         return self._skip_list
 
-    def _decide(self, now: datetime, rows: Sequence[LedgerRow]) -> list[TickPlan]:
+    def _decide(self, now: datetime, rows: Iterable[DueRow]) -> list[TickPlan]:
         schedules = self.app.schedules
+        declared = schedules.declared()
         jobs = self.app.jobs
+        decide = self._decider
         plans = []
-        for row in rows:
-            try:
-                sched = schedules.definition_for(row)
-                if sched is None and row.source == "dynamic":
-                    # An invalid runtime schedule (e.g. its job is not registered in this code):
-                    # leave it alone; it is shown with its error. Retry in a minute.
+        with self._decider_lock:  # the decider's caches are not thread-safe
+            for row in rows:
+                try:
+                    if row.source == "code":
+                        sched = declared.get(row.key)
+                    else:
+                        sched = schedules.definition_for(row.ledger_row())
+                        if sched is None:
+                            # An invalid runtime schedule (e.g. its job is not registered in
+                            # this code): leave it alone; it is shown with its error. Retry in
+                            # a minute.
+                            plans.append(_postpone(row, now))
+                            continue
+                    defaults = jobs.get(sched.job) if sched else None
+                    plans.append(decide(row, sched, now, job_defaults=defaults))
+                except Exception:  # one bad schedule must never stop the others
+                    log.exception(
+                        "schedule %r could not be evaluated; retrying in a minute", row.key
+                    )
                     plans.append(_postpone(row, now))
-                    continue
-                plans.append(
-                    decide(row, sched, now, job_defaults=jobs.get(sched.job) if sched else None)
-                )
-            except Exception:  # one bad schedule must never stop the others
-                log.exception("schedule %r could not be evaluated; retrying in a minute", row.key)
-                plans.append(_postpone(row, now))
         return plans
 
     def _emit(self, result: TickResult) -> None:
         events = self.app.events
+        enqueued = events.wants(SlotEnqueued)
         for rec in result.recorded:
             if rec.outcome == SlotOutcome.SKIPPED_OVERLAP:
                 events.emit(SlotSkipped(rec.key, rec.slot, "overlap"))
-            elif events.wants(SlotEnqueued):
+            elif enqueued:
                 events.emit(SlotEnqueued(rec.key, rec.slot, rec.job_id, rec.outcome))
         for key, slot in result.conflicts:
             events.emit(SlotSkipped(key, slot, "already in the slot history (skipped by operator)"))
@@ -174,7 +199,14 @@ class Scheduler:
 
     @staticmethod
     def _queues_of(result: TickResult) -> set[str]:
-        return {s.job.queue for p in result.plans for s in p.slots if s.job is not None}
+        queues = set()
+        for p in result.plans:
+            for s in p.slots:
+                if s.template is not None:  # the job's queue without building the job
+                    queues.add(s.template.queue)
+                elif s.job is not None:
+                    queues.add(s.job.queue)
+        return queues
 
     def _set_fenced(self, fenced: bool) -> None:
         if fenced != self.fenced:
@@ -190,6 +222,19 @@ class Scheduler:
             if self.wake.set in self.app._schedule_wakeups:
                 self.app._schedule_wakeups.remove(self.wake.set)
 
+    def step(self) -> float:
+        """One iteration of the loop: tick, then return how long to sleep (seconds), from the
+        tick's own answer: no separate query for the next due instant."""
+        last = self.tick()[-1]
+        if last.idle:
+            if last.next_due_at is None:
+                return MAX_SLEEP
+            delay = (last.next_due_at - last.now).total_seconds()
+            return delay if delay > 0 else NAP  # due, but fenced: the newer code handles it
+        if last.rows == 0:
+            return NAP  # due rows were held by another scheduler, or fenced in the transaction
+        return 0.0  # it worked: tick again at once; an idle tick then says how long to sleep
+
     def _loop(self) -> None:
         errors = 0
         next_check = time.monotonic() + CHECK_EVERY
@@ -198,8 +243,7 @@ class Scheduler:
                 if time.monotonic() >= next_check:
                     next_check = time.monotonic() + CHECK_EVERY
                     self.check_ledger()
-                self.tick()
-                delay = self.storage.seconds_until_due(now=self.app.clock.fixed_now())
+                delay = self.step()
                 errors = 0
             except OnthedotError as exc:
                 errors += 1
@@ -209,7 +253,7 @@ class Scheduler:
                 errors += 1
                 delay = min(0.1 * 2 ** min(errors, 10), 10.0)
                 log.exception("scheduler tick failed; retrying in %.1fs", delay)
-            sleep = MAX_SLEEP if delay is None else min(max(delay, 0.0), MAX_SLEEP)
+            sleep = min(max(delay, 0.0), MAX_SLEEP)
             if sleep > 0:
                 self.app.clock.sleep(sleep, self.wake)
                 self.wake.clear()
@@ -230,5 +274,5 @@ class Scheduler:
         self.wake.set()
 
 
-def _postpone(row: LedgerRow, now: datetime) -> TickPlan:
+def _postpone(row: DueRow, now: datetime) -> TickPlan:
     return TickPlan(row.key, row.cursor, row.cursor, now + timedelta(minutes=1))

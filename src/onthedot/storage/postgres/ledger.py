@@ -11,7 +11,15 @@ from typing import Any
 import psycopg
 
 from onthedot.domain.jobs import NewJob
-from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord, SyncReport, TickPlan
+from onthedot.domain.ledger import (
+    AuditEntry,
+    DueRow,
+    JobTemplate,
+    LedgerRow,
+    SlotRecord,
+    SyncReport,
+    TickPlan,
+)
 from onthedot.storage.interface import Decide, EnqueuedSlot, TickResult
 from onthedot.storage.postgres.rows import enqueue_rows
 from onthedot.storage.sqlfile import load_queries
@@ -62,6 +70,70 @@ def _timing_arrays(rows: Sequence[LedgerRow]) -> dict[str, list[Any]]:
         "cursors": [r.cursor for r in rows],
         "next_due": [r.next_due_at for r in rows],
         "reasons": [r.repaired_reason for r in rows],
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _template_of(job: NewJob) -> JobTemplate:
+    """A template for a planned job that came without one (not made by the decider)."""
+    args_json, kwargs_json = job.encoded()
+    return JobTemplate(
+        name=job.name,
+        queue=job.queue,
+        priority=job.priority,
+        max_attempts=job.max_attempts,
+        timeout=job.timeout,
+        args_json=args_json,
+        kwargs_json=kwargs_json,
+    )
+
+
+def _extra(p: TickPlan) -> tuple[Any, ...]:
+    """The rarely set ledger values of a plan: unpause, remove and the repaired timing."""
+    rep = p.repair
+    if rep is None:
+        return (p.unpause, p.remove, None, None, None, None)
+    return (p.unpause, p.remove, rep.fingerprint, rep.spec, rep.timezone, rep.repaired_reason)
+
+
+def _slot_group(i: int, g: tuple[Any, ...]) -> dict[str, Any]:
+    slot, outcome, t, run_at, lock_key = g
+    return {
+        "i": i,
+        "slot": _iso(slot),
+        "outcome": outcome,
+        "name": t.name if t else None,
+        "queue": t.queue if t else None,
+        "priority": t.priority if t else None,
+        "args": t.args_json if t else None,
+        "kwargs": t.kwargs_json if t else None,
+        "run_at": _iso(run_at),
+        "max_attempts": t.max_attempts if t else None,
+        "timeout": t.timeout if t else None,
+        "lock_key": lock_key,
+    }
+
+
+def _plan_group(i: int, g: tuple[Any, ...]) -> dict[str, Any]:
+    cursor, next_due, missed, missed_from, missed_to, coalesced, extra = g
+    unpause, remove, fingerprint, spec, timezone, reason = extra or (False, False, *[None] * 4)
+    return {
+        "i": i,
+        "cursor": _iso(cursor),
+        "next_due": _iso(next_due),
+        "missed": missed,
+        "missed_from": _iso(missed_from),
+        "missed_to": _iso(missed_to),
+        "coalesced": coalesced,
+        "unpause": unpause,
+        "remove": remove,
+        "fingerprint": fingerprint,
+        "spec": spec,
+        "timezone": timezone,
+        "reason": reason,
     }
 
 
@@ -117,128 +189,102 @@ class PostgresLedger:
         limit: int,
         now: datetime | None = None,
         skip_keys: Sequence[str] = (),
+        expect_due: bool = False,
     ) -> TickResult:
-        with self._tx() as conn:
-            db_now, fenced = self._clock_and_fence(conn, generation, fence_ttl, now)
-            if fenced:
-                return TickResult(now=db_now, rows=0, fenced=True)
-            raw = conn.execute(
-                Q["tick_due"],
-                {"now": db_now, "limit": limit, "skip_keys": list(skip_keys)},
-                prepare=True,
-            ).fetchall()
-            if not raw:
-                return TickResult(now=db_now, rows=0)
-            rows = [ledger_row(r, int(r[25])) for r in raw]
-            plans = list(decide(db_now, rows))
-            recorded, conflicts = self._record(conn, plans, db_now)
-            self._update_ledger(conn, plans, recorded, conflicts, generation, db_now)
+        with self._conn() as conn:
+            if not expect_due:
+                probe = conn.execute(
+                    Q["tick_probe"],
+                    {"now": now, "generation": generation, "ttl": fence_ttl},
+                    prepare=True,
+                ).fetchone()
+                assert probe is not None
+                db_now, fenced, next_due = probe[0], bool(probe[1]), probe[2]
+                if fenced or next_due is None or next_due > db_now:
+                    return TickResult(
+                        now=db_now, rows=0, fenced=fenced, idle=True, next_due_at=next_due
+                    )
+            with conn.transaction():
+                # The fence is part of the claiming transaction (the probe was only a hint).
+                db_now, fenced = self._clock_and_fence(conn, generation, fence_ttl, now)
+                if fenced:
+                    return TickResult(now=db_now, rows=0, fenced=True)
+                raw = conn.execute(
+                    Q["tick_due"],
+                    {"now": db_now, "limit": limit, "skip_keys": list(skip_keys)},
+                    prepare=True,
+                ).fetchall()
+                if not raw:
+                    return TickResult(now=db_now, rows=0)
+                # Rows are made one at a time as decide reads them, so each dies young.
+                plans = list(decide(db_now, map(DueRow._make, raw)))
+                recorded, conflicts = self._write(conn, plans, generation, db_now)
         return TickResult(
-            now=db_now, rows=len(rows), recorded=recorded, conflicts=conflicts, plans=plans
+            now=db_now, rows=len(raw), recorded=recorded, conflicts=conflicts, plans=plans
         )
 
-    def _record(
-        self, conn: psycopg.Connection[Any], plans: Sequence[TickPlan], now: datetime
-    ) -> tuple[list[EnqueuedSlot], list[tuple[str, datetime]]]:
-        cols: dict[str, list[Any]] = {
-            k: []
-            for k in (
-                "keys",
-                "slots",
-                "outcomes",
-                "names",
-                "queues",
-                "priorities",
-                "args",
-                "kwargs",
-                "run_at",
-                "max_attempts",
-                "timeouts",
-                "lock_keys",
-            )
-        }
-        for plan in plans:
-            for ps in plan.slots:
-                job: NewJob | None = ps.job
-                cols["keys"].append(plan.key)
-                cols["slots"].append(ps.slot)
-                cols["outcomes"].append(ps.outcome)
-                cols["names"].append(job.name if job else None)
-                cols["queues"].append(job.queue if job else None)
-                cols["priorities"].append(job.priority if job else None)
-                cols["args"].append(json.dumps(job.args) if job else None)
-                cols["kwargs"].append(json.dumps(job.kwargs) if job else None)
-                cols["run_at"].append(job.run_at if job else None)
-                cols["max_attempts"].append(job.max_attempts if job else None)
-                cols["timeouts"].append(job.timeout if job else None)
-                cols["lock_keys"].append(job.lock_key if job else None)
-        if not cols["keys"]:
-            return [], []
-        rows = conn.execute(Q["tick_record"], {**cols, "now": now}, prepare=True).fetchall()
-        recorded = [EnqueuedSlot(r[0], r[1], r[2], r[3]) for r in rows]
-        taken = {(r.key, r.slot) for r in recorded}
-        conflicts = [
-            (k, s) for k, s in zip(cols["keys"], cols["slots"], strict=True) if (k, s) not in taken
-        ]
-        return recorded, conflicts
-
-    def _update_ledger(
-        self,
+    @staticmethod
+    def _write(
         conn: psycopg.Connection[Any],
         plans: Sequence[TickPlan],
-        recorded: Sequence[EnqueuedSlot],
-        conflicts: Sequence[tuple[str, datetime]],
         generation: int,
         now: datetime,
-    ) -> None:
-        last: dict[str, tuple[datetime, str, int | None]] = {}
-        for key, slot in conflicts:
-            last[key] = (slot, "skipped_operator", None)
-        for rec in recorded:
-            prev = last.get(rec.key)
-            if prev is None or rec.slot >= prev[0]:
-                last[rec.key] = (rec.slot, rec.outcome, rec.job_id)
-        cols: dict[str, list[Any]] = {
-            k: []
-            for k in (
-                "keys",
-                "cursors",
-                "next_due",
-                "missed",
-                "missed_from",
-                "missed_to",
-                "coalesced",
-                "unpause",
-                "remove",
-                "fingerprints",
-                "specs",
-                "timezones",
-                "reasons",
-                "last_slots",
-                "last_outcomes",
-                "last_job_ids",
-            )
-        }
+    ) -> tuple[list[EnqueuedSlot], list[tuple[str, datetime]]]:
+        """Run tick_write: slots and plans are sent as (key, group index) pairs, each group
+        once (see the query), so a burst costs two list appends per slot and per plan."""
+        skeys: list[str] = []
+        sgi: list[int] = []
+        taken: list[tuple[str, datetime, str]] = []  # (key, slot, outcome) by input order
+        sgroups: dict[tuple[Any, ...], int] = {}
+        pkeys: list[str] = []
+        pgi: list[int] = []
+        pni: list[int] = []  # ordinal (1-based) of each plan's newest slot, 0: none
+        pgroups: dict[tuple[Any, ...], int] = {}
         for p in plans:
-            rep = p.repair
-            ls = last.get(p.key)
-            cols["keys"].append(p.key)
-            cols["cursors"].append(p.cursor)
-            cols["next_due"].append(p.next_due_at)
-            cols["missed"].append(p.missed)
-            cols["missed_from"].append(p.missed_from)
-            cols["missed_to"].append(p.missed_to)
-            cols["coalesced"].append(p.coalesced)
-            cols["unpause"].append(p.unpause)
-            cols["remove"].append(p.remove)
-            cols["fingerprints"].append(rep.fingerprint if rep else None)
-            cols["specs"].append(rep.spec if rep else None)
-            cols["timezones"].append(rep.timezone if rep else None)
-            cols["reasons"].append(rep.repaired_reason if rep else None)
-            cols["last_slots"].append(ls[0] if ls else None)
-            cols["last_outcomes"].append(ls[1] if ls else None)
-            cols["last_job_ids"].append(ls[2] if ls else None)
-        conn.execute(Q["tick_update"], {**cols, "generation": generation, "now": now}, prepare=True)
+            key = p.key
+            newest, newest_slot = 0, None
+            for ps in p.slots:
+                template = ps.template
+                if template is None and ps.job is not None:
+                    template = _template_of(ps.job)
+                sg: tuple[Any, ...] = (ps.slot, ps.outcome, template, ps.run_at, ps.lock_key)
+                i = sgroups.get(sg)
+                if i is None:
+                    i = sgroups[sg] = len(sgroups)
+                skeys.append(key)
+                sgi.append(i)
+                taken.append((key, ps.slot, ps.outcome))
+                if newest_slot is None or ps.slot > newest_slot:
+                    newest, newest_slot = len(taken), ps.slot
+            extra = None if p.repair is None and not (p.unpause or p.remove) else _extra(p)
+            pg = (p.cursor, p.next_due_at, p.missed, p.missed_from, p.missed_to, p.coalesced, extra)
+            i = pgroups.get(pg)
+            if i is None:
+                i = pgroups[pg] = len(pgroups)
+            pkeys.append(key)
+            pgi.append(i)
+            pni.append(newest)
+        params = {
+            "skeys": json.dumps(skeys),
+            "sgi": json.dumps(sgi),
+            "sgroups": json.dumps([_slot_group(i, g) for g, i in sgroups.items()]),
+            "pkeys": json.dumps(pkeys),
+            "pgi": json.dumps(pgi),
+            "pni": json.dumps(pni),
+            "pgroups": json.dumps([_plan_group(i, g) for g, i in pgroups.items()]),
+            "generation": generation,
+            "now": now,
+        }
+        done = conn.execute(Q["tick_write"], params, prepare=True).fetchall()
+        recorded = []
+        for ord_, job_id in done:
+            key, slot, outcome = taken[ord_ - 1]
+            recorded.append(EnqueuedSlot(key, slot, outcome, job_id))
+        conflicts: list[tuple[str, datetime]] = []
+        if len(done) < len(taken):
+            inserted = {ord_ - 1 for ord_, _ in done}
+            conflicts = [(k, s) for n, (k, s, _) in enumerate(taken) if n not in inserted]
+        return recorded, conflicts
 
     def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
         with self._conn() as conn:

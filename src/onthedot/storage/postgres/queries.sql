@@ -46,8 +46,10 @@ WHERE j.id IN (
     ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED)
-RETURNING j.id, j.name, j.args, j.kwargs, j.queue, j.attempts, j.max_attempts, j.timeout,
-          j.schedule_key, j.slot, j.priority, j.run_at;
+-- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
+-- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts, j.max_attempts,
+          j.timeout, j.schedule_key, j.slot, j.priority, date_part('epoch', j.run_at);
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
@@ -315,11 +317,21 @@ SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,
     repaired_reason = 'no longer declared in code', updated_at = %(now)s
 WHERE key = ANY(%(keys)s::text[]) AND source = 'code';
 
+-- name: tick_probe
+-- The idle tick: one autocommit read of the clock, the deploy fence and the earliest due
+-- instant (the first entry of onthedot_schedules_due). Only when a row is due does the tick
+-- open its transaction, and the fence is checked again inside it (clock_and_fence).
+SELECT COALESCE(%(now)s::timestamptz, now()),
+       EXISTS (SELECT 1 FROM onthedot_workers w
+               WHERE w.scheduler AND w.generation > %(generation)s
+                 AND w.heartbeat_at > COALESCE(%(now)s::timestamptz, now())
+                                      - %(ttl)s * interval '1 second'),
+       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL);
+
 -- name: tick_due
-SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
-       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
-       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
-       repaired_reason, created_at, updated_at,
+-- Only what deciding reads (domain.ledger.DueRow, in its order): a burst reads 100k of them.
+SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, paused, paused_until,
+       definition,
        CASE WHEN s.key = ANY(%(skip_keys)s::text[]) OR s.definition ->> 'overlap' = 'skip'
             THEN (SELECT count(*) FROM onthedot_jobs j
                   WHERE j.schedule_key = s.key AND j.state IN ('queued', 'running'))
@@ -330,70 +342,87 @@ ORDER BY s.next_due_at
 LIMIT %(limit)s
 FOR UPDATE OF s SKIP LOCKED;
 
--- name: tick_record
--- Array parameters use binary placeholders: psycopg's text array quoting costs ~6 us per
--- element, most of a burst's Python time. Same for tick_update.
-WITH input AS (
-    SELECT * FROM unnest(%(keys)b::text[], %(slots)b::timestamptz[], %(outcomes)b::text[],
-                         %(names)b::text[], %(queues)b::text[], %(priorities)b::int[],
-                         %(args)b::text[], %(kwargs)b::text[], %(run_at)b::timestamptz[],
-                         %(max_attempts)b::int[], %(timeouts)b::float8[], %(lock_keys)b::text[])
-        AS t(key, slot, outcome, name, queue, priority, args, kwargs, run_at, max_attempts,
-             timeout, lock_key)
+-- name: tick_write
+-- Everything a tick decided, in one statement: slot history rows (the unique key refuses a
+-- slot already there), the jobs of the slots it took, and the ledger rows (cursor, next due,
+-- counters, the newest slot and its outcome). Input is JSON, grouped: each planned slot is
+-- (key, index of its group), a group being what slots share (slot, outcome, job template,
+-- run-at, lock key); each plan is (key, index of its group of ledger values, ordinal of its
+-- newest slot or 0). A burst of identical schedules sends two short groups and a few arrays,
+-- cheap to encode and to parse.
+WITH sg AS MATERIALIZED (
+    SELECT g.i, g.slot, g.outcome, g.name, g.queue, g.priority, g.args::jsonb AS args,
+           g.kwargs::jsonb AS kwargs, g.run_at, g.max_attempts, g.timeout, g.lock_key
+    FROM json_to_recordset(%(sgroups)s::json)
+         AS g(i int, slot timestamptz, outcome text, name text, queue text, priority int,
+              args text, kwargs text, run_at timestamptz, max_attempts int, timeout float8,
+              lock_key text)
 ),
 seq AS MATERIALIZED (SELECT pg_get_serial_sequence('onthedot_jobs', 'id')::regclass AS s),
-numbered AS (
-    SELECT input.*, CASE WHEN name IS NOT NULL THEN nextval(seq.s) END AS job_id
-    FROM input, seq
+input AS MATERIALIZED (
+    SELECT k.ord, k.key, g.slot, g.outcome, g.name, g.queue, g.priority, g.args, g.kwargs,
+           g.run_at, g.max_attempts, g.timeout, g.lock_key,
+           CASE WHEN g.name IS NOT NULL THEN nextval(seq.s) END AS job_id
+    FROM ROWS FROM (json_array_elements_text(%(skeys)s::json),
+                    json_array_elements_text(%(sgi)s::json)) WITH ORDINALITY AS k(key, gi, ord)
+    JOIN sg g ON g.i = k.gi::int
+    CROSS JOIN seq
 ),
 hist AS (
     INSERT INTO onthedot_slots (schedule_key, slot, outcome, job_id, recorded_at)
-    SELECT key, slot, outcome, job_id, %(now)s FROM numbered
+    SELECT key, slot, outcome, job_id, %(now)s FROM input
     ON CONFLICT (schedule_key, slot) DO NOTHING
-    RETURNING schedule_key, slot, outcome, job_id
+    RETURNING schedule_key, slot
+),
+done AS MATERIALIZED (
+    SELECT i.* FROM input i JOIN hist h ON h.schedule_key = i.key AND h.slot = i.slot
 ),
 jobs AS (
     INSERT INTO onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts,
                                timeout, schedule_key, slot, lock_key, created_at)
-    SELECT n.job_id, n.name, n.queue, n.priority, n.args::jsonb, n.kwargs::jsonb,
-           COALESCE(n.run_at, %(now)s), n.max_attempts, n.timeout, n.key, n.slot, n.lock_key,
-           %(now)s
-    FROM numbered n JOIN hist h ON h.schedule_key = n.key AND h.slot = n.slot
-    WHERE n.job_id IS NOT NULL
-    RETURNING id
+    SELECT job_id, name, queue, priority, args, kwargs, COALESCE(run_at, %(now)s), max_attempts,
+           timeout, key, slot, lock_key, %(now)s
+    FROM done WHERE job_id IS NOT NULL
+),
+pg AS MATERIALIZED (
+    SELECT * FROM json_to_recordset(%(pgroups)s::json)
+         AS g(i int, cursor timestamptz, next_due timestamptz, missed bigint,
+              missed_from timestamptz, missed_to timestamptz, coalesced bigint, unpause bool,
+              remove bool, fingerprint text, spec text, timezone text, reason text)
+),
+plans AS (
+    SELECT k.key, k.newest::bigint AS newest, g.*
+    FROM ROWS FROM (json_array_elements_text(%(pkeys)s::json),
+                    json_array_elements_text(%(pgi)s::json),
+                    json_array_elements_text(%(pni)s::json)) AS k(key, gi, newest)
+    JOIN pg g ON g.i = k.gi::int
+),
+ledger AS (
+    UPDATE onthedot_schedules s
+    SET "cursor" = v.cursor,
+        next_due_at = v.next_due,
+        missed_total = s.missed_total + v.missed,
+        last_missed_from = CASE WHEN v.missed > 0 THEN v.missed_from ELSE s.last_missed_from END,
+        last_missed_to = CASE WHEN v.missed > 0 THEN v.missed_to ELSE s.last_missed_to END,
+        coalesced_total = s.coalesced_total + v.coalesced,
+        paused = CASE WHEN v.unpause THEN false ELSE s.paused END,
+        paused_until = CASE WHEN v.unpause THEN NULL ELSE s.paused_until END,
+        removed_at = CASE WHEN v.remove THEN %(now)s ELSE s.removed_at END,
+        fingerprint = COALESCE(v.fingerprint, s.fingerprint),
+        spec = COALESCE(v.spec, s.spec),
+        timezone = COALESCE(v.timezone, s.timezone),
+        generation = CASE WHEN v.fingerprint IS NOT NULL OR v.remove THEN %(generation)s
+                          ELSE s.generation END,
+        repaired_reason = COALESCE(v.reason, s.repaired_reason),
+        last_slot = COALESCE(n.slot, s.last_slot),
+        last_outcome = CASE WHEN n.slot IS NULL THEN s.last_outcome
+                            WHEN d.ord IS NULL THEN 'skipped_operator' ELSE n.outcome END,
+        last_job_id = CASE WHEN n.slot IS NULL THEN s.last_job_id ELSE d.job_id END,
+        updated_at = %(now)s
+    FROM plans v LEFT JOIN input n ON n.ord = v.newest LEFT JOIN done d ON d.ord = v.newest
+    WHERE s.key = v.key
 )
-SELECT schedule_key, slot, outcome, job_id, (SELECT count(*) FROM jobs) FROM hist;
-
--- name: tick_update
-UPDATE onthedot_schedules s
-SET "cursor" = v.cursor,
-    next_due_at = v.next_due_at,
-    missed_total = s.missed_total + v.missed,
-    last_missed_from = CASE WHEN v.missed > 0 THEN v.missed_from ELSE s.last_missed_from END,
-    last_missed_to = CASE WHEN v.missed > 0 THEN v.missed_to ELSE s.last_missed_to END,
-    coalesced_total = s.coalesced_total + v.coalesced,
-    paused = CASE WHEN v.unpause THEN false ELSE s.paused END,
-    paused_until = CASE WHEN v.unpause THEN NULL ELSE s.paused_until END,
-    removed_at = CASE WHEN v.remove THEN %(now)s ELSE s.removed_at END,
-    fingerprint = COALESCE(v.fingerprint, s.fingerprint),
-    spec = COALESCE(v.spec, s.spec),
-    timezone = COALESCE(v.timezone, s.timezone),
-    generation = CASE WHEN v.fingerprint IS NOT NULL OR v.remove THEN %(generation)s
-                      ELSE s.generation END,
-    repaired_reason = COALESCE(v.reason, s.repaired_reason),
-    last_slot = COALESCE(v.last_slot, s.last_slot),
-    last_outcome = CASE WHEN v.last_slot IS NOT NULL THEN v.last_outcome ELSE s.last_outcome END,
-    last_job_id = CASE WHEN v.last_slot IS NOT NULL THEN v.last_job_id ELSE s.last_job_id END,
-    updated_at = %(now)s
-FROM unnest(%(keys)b::text[], %(cursors)b::timestamptz[], %(next_due)b::timestamptz[],
-            %(missed)b::bigint[], %(missed_from)b::timestamptz[], %(missed_to)b::timestamptz[],
-            %(coalesced)b::bigint[], %(unpause)b::bool[], %(remove)b::bool[],
-            %(fingerprints)b::text[], %(specs)b::text[], %(timezones)b::text[],
-            %(reasons)b::text[], %(last_slots)b::timestamptz[], %(last_outcomes)b::text[],
-            %(last_job_ids)b::bigint[])
-     AS v(key, cursor, next_due_at, missed, missed_from, missed_to, coalesced, unpause, remove,
-          fingerprint, spec, timezone, reason, last_slot, last_outcome, last_job_id)
-WHERE s.key = v.key;
+SELECT ord, job_id FROM done;
 
 -- name: seconds_until_due
 SELECT EXTRACT(EPOCH FROM min(next_due_at) - COALESCE(%(now)s::timestamptz, now()))::float8

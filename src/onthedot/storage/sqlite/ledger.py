@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from onthedot.domain.jobs import NewJob
-from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord, SyncReport, TickPlan
+from onthedot.domain.ledger import (
+    AuditEntry,
+    DueRow,
+    LedgerRow,
+    SlotRecord,
+    SyncReport,
+    TickPlan,
+)
 from onthedot.storage.interface import Decide, EnqueuedSlot, TickResult
 from onthedot.storage.sqlfile import load_queries
 from onthedot.storage.sqlite.timeconv import from_ts, opt_dt, opt_ts, slot_ts, to_ts
@@ -51,6 +58,22 @@ def ledger_row(r: Sequence[Any], active: int = 0) -> LedgerRow:
         created_at=opt_dt(r[23]),
         updated_at=opt_dt(r[24]),
         active_jobs=active,
+    )
+
+
+def due_row(r: Sequence[Any]) -> DueRow:
+    return DueRow(
+        r[0],
+        r[1],
+        r[2],
+        r[3],
+        r[4],
+        from_ts(r[5]),
+        opt_dt(r[6]),
+        bool(r[7]),
+        opt_dt(r[8]),
+        None if r[9] is None else json.loads(r[9]),
+        int(r[10]),
     )
 
 
@@ -148,18 +171,21 @@ class SqliteLedger:
         limit: int,
         now: datetime | None = None,
         skip_keys: Sequence[str] = (),
+        expect_due: bool = False,
     ) -> TickResult:
         ts = self._now(now)
         db_now = from_ts(ts)
         # Read first without the write lock: an idle tick never blocks other writers. It still
         # reports the fence, or a fenced scheduler would believe itself unfenced while idle.
-        with self._conn() as conn:
-            due = conn.execute(
-                "SELECT 1 FROM onthedot_schedules WHERE next_due_at <= ? LIMIT 1", (ts,)
-            ).fetchone()
-            if due is None:
-                fenced = self._fenced(conn, generation, fence_ttl, ts)
-                return TickResult(now=db_now, rows=0, fenced=fenced)
+        if not expect_due:
+            with self._conn() as conn:
+                row = conn.execute(Q["tick_probe"]).fetchone()
+                next_due = None if row is None else row[0]
+                if next_due is None or next_due > ts:
+                    fenced = self._fenced(conn, generation, fence_ttl, ts)
+                    return TickResult(
+                        now=db_now, rows=0, fenced=fenced, idle=True, next_due_at=opt_dt(next_due)
+                    )
         with self._tx() as conn:
             if self._fenced(conn, generation, fence_ttl, ts):
                 return TickResult(now=db_now, rows=0, fenced=True)
@@ -167,7 +193,7 @@ class SqliteLedger:
                 Q["tick_due"],
                 {"now": ts, "limit": limit, "skip_keys": json.dumps(list(skip_keys))},
             ).fetchall()
-            rows = [ledger_row(r, int(r[25])) for r in raw]
+            rows = [due_row(r) for r in raw]
             plans = list(decide(db_now, rows))
             recorded: list[EnqueuedSlot] = []
             conflicts: list[tuple[str, datetime]] = []

@@ -256,11 +256,13 @@ SET removed_at = :now, next_due_at = NULL, generation = :generation,
     repaired_reason = 'no longer declared in code', updated_at = :now
 WHERE key = :key AND source = 'code';
 
+-- name: tick_probe
+SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
+
 -- name: tick_due
-SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
-       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
-       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
-       repaired_reason, created_at, updated_at,
+-- Only what deciding reads (domain.ledger.DueRow, in its order).
+SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, paused, paused_until,
+       definition,
        CASE WHEN s.key IN (SELECT value FROM json_each(:skip_keys))
                  OR json_extract(s.definition, '$.overlap') = 'skip'
             THEN (SELECT count(*) FROM onthedot_jobs j
