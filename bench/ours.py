@@ -151,17 +151,27 @@ def latency(p: dict[str, Any]) -> dict[str, Any]:
 T0 = datetime(2031, 1, 1, 0, 0, 30, tzinfo=UTC)  # a manual clock: half a minute before a slot
 
 
-def sched_app(url: str, n: int, clock: ManualClock) -> onthedot.App:
+ANCHOR = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def sched_app(url: str, n: int, clock: ManualClock, distinct: bool = False) -> onthedot.App:
+    """N schedules due every minute. `distinct`: each has a spec of its own (an interval of
+    60 s from its own anchor, a whole number of minutes from the others), so no two share the
+    evaluation of their timing: the worst case for the scheduler's memo."""
     app = make_app(url, clock=clock)
     noop = app.jobs["noop"]
     for i in range(n):
-        app.schedule(f"s{i:06d}", "* * * * *", noop, catchup="none")
+        if distinct:
+            spec: Any = onthedot.every(60, anchor=ANCHOR + timedelta(minutes=i))
+        else:
+            spec = "* * * * *"
+        app.schedule(f"s{i:06d}", spec, noop, catchup="none")
     return app
 
 
 def sched_sync(p: dict[str, Any]) -> dict[str, Any]:
     """Declare N every-minute schedules and sync them into the ledger (setup, timed apart)."""
-    app = sched_app(p["url"], p["n"], ManualClock(T0))
+    app = sched_app(p["url"], p["n"], ManualClock(T0), p.get("distinct", False))
     from onthedot.scheduler import Scheduler
 
     t = time.perf_counter()
@@ -206,7 +216,7 @@ def sched_burst(p: dict[str, Any]) -> dict[str, Any]:
     from onthedot.scheduler import Scheduler
 
     clock = ManualClock(T0)
-    app = sched_app(p["url"], p["n"], clock)
+    app = sched_app(p["url"], p["n"], clock, p.get("distinct", False))
     sched = Scheduler(app, worker_id=f"bench-{os.getpid()}")
     sched.prepare()
     app.storage.db_now()  # connect before the clock starts
