@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from onthedot.app import App
 
 
+# Validated runtime definitions kept between ticks. Above the number of runtime schedules, so
+# the same definition object comes back tick after tick (the scheduler's decider memoizes by
+# it) rather than being rebuilt and re-derived once the cache overflows.
+_DYNAMIC_CACHE_LIMIT = 1 << 17
+
+
 @dataclass(frozen=True, slots=True)
 class CheckReport:
     problems: tuple[Problem, ...]
@@ -164,7 +170,7 @@ class ScheduleRegistry(OperatorControls):
         if cache_key not in self._dynamic_cache:
             decl = definition_to_declaration(row.key, row.spec, row.timezone, row.definition or {})
             sched, _ = validate(decl, self.app.jobs)
-            if len(self._dynamic_cache) > 10000:
+            if len(self._dynamic_cache) >= _DYNAMIC_CACHE_LIMIT:
                 self._dynamic_cache.clear()
             self._dynamic_cache[cache_key] = sched
         return self._dynamic_cache[cache_key]
