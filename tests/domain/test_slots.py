@@ -312,3 +312,21 @@ def test_a_paused_row_keeps_sleeping_across_a_restart() -> None:
     until = ledger(old, paused=True, paused_until=t(1000))
     (row,) = plan_sync(t(100), [until], {"k": sched("every 20s")}, generation=2).restarts
     assert row.next_due_at == t(1000)
+
+
+def test_decider_memo_matches_fresh_decisions_and_keeps_only_the_current_tick() -> None:
+    """A scheduler's Decider shares timing work between rows of one tick; its plans must be
+    those of a fresh `decide`, whatever it remembers from earlier rows and ticks, and it must
+    not keep the timings of earlier ticks (they can never be used again)."""
+    from onthedot.domain.slots import Decider
+
+    shared = [sched("every 10s", key=f"s{i}", catchup="all") for i in range(3)]
+    other = sched("every 15s", key="o", catchup="all")
+    decider = Decider()
+    for now in (t(10), t(25), t(25), t(61), t(10)):
+        for s in (*shared, other):
+            for cursor in (T0, t(10)):
+                row = ledger(s, cursor)
+                assert decider(row, s, now) == decide(row, s, now)
+        # Distinct (timing, cursor) pairs of this tick only: two timings x two cursors.
+        assert len(decider._memo) == 4

@@ -127,7 +127,10 @@ class Decider:
         self._template_list: list[JobTemplate] = []
         self._policies: dict[tuple[Any, ...], tuple[int, str]] = {}  # -> (timing id, fingerprint)
         self._next_id = itertools.count()
-        self._memo: dict[tuple[int, datetime, datetime], _Timing] = {}
+        # Timings of the current `now` only: a key holds `now`, so an entry of an earlier tick
+        # can never be hit again, and keeping them would only grow the memo tick after tick.
+        self._memo: dict[tuple[int, datetime], _Timing] = {}
+        self._memo_now: datetime | None = None
         self._last: tuple[int, datetime, datetime, _Timing] | None = None
 
     def __call__(
@@ -179,7 +182,10 @@ class Decider:
         if last is not None and last[0] == timing_id and last[2] is now and last[1] == cursor:
             t = last[3]
         else:
-            memo_key = (timing_id, cursor, now)
+            if now != self._memo_now:
+                self._memo.clear()
+                self._memo_now = now
+            memo_key = (timing_id, cursor)
             found = self._memo.get(memo_key)
             if found is None:
                 if len(self._memo) >= self.LIMIT:
