@@ -107,6 +107,7 @@ def test_hostile_form_bodies(seeded: TestClient) -> None:
     for body in bodies:
         page = seeded.post("/schedules/minutely/pause", content=body, headers=headers)
         _ok(page.status_code, repr(body[:30]))
+
     def chunks() -> Iterator[bytes]:
         yield b"note="
         yield b"z" * 1000
