@@ -28,3 +28,23 @@ def test_pool_reuses_the_most_recently_returned_connection(pg_url: str) -> None:
             pool.putconn(conn)
     finally:
         storage.close()
+
+
+def test_reconnect_attempts_pause_at_most_two_seconds() -> None:
+    """After losing the server, the pool's reconnect pauses grow (1 s, then about 2 s) but never
+    past the bound, so a server that comes back is found within seconds, not after a pause
+    that doubled through the whole outage."""
+    from onthedot.storage.postgres import storage as pg
+
+    assert pg._Attempt is not None, "psycopg_pool no longer offers AttemptWithBackoff"
+    attempt = pg._CappedAttempt(timeout=300.0)
+    delays = []
+    for second in range(12):  # twelve failed attempts, as in a minute-long outage
+        attempt.update_delay(float(second))
+        delays.append(attempt.delay)
+    assert 0.8 <= delays[0] <= 1.2
+    assert all(d <= pg._RECONNECT_EVERY for d in delays)
+    assert all(d >= pg._RECONNECT_EVERY / 2 for d in delays[1:])
+    # The pool makes its attempts with the bounded class.
+    pool = pg.PostgresStorage("postgresql://127.0.0.1:1/none")._pool
+    assert type(pool)._add_connection is not pg.ConnectionPool._add_connection
