@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,8 +19,10 @@ from typing import IO, Any
 
 import pytest
 
-from onthedot import App, Job, JobFilter, JobState
+from onthedot import App, JobFilter, JobState
+from tests import waiting
 from tests.e2e.apps.basic import make_app
+from tests.waiting import get_job as get
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 60.0
@@ -30,14 +31,7 @@ pytestmark = pytest.mark.slow
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+    return waiting.wait_for(predicate, what, timeout, every=0.05)
 
 
 class Proc:
@@ -126,12 +120,6 @@ def workers(db_url: str, tmp_path: Path, client: App) -> Iterator[Workers]:
     yield pool
     for proc in pool.started:
         proc.close()
-
-
-def get(app: App, job_id: int) -> Job:
-    job = app.get_job(job_id)
-    assert job is not None
-    return job
 
 
 def test_a_killed_workers_job_is_rescued_and_completed_elsewhere(

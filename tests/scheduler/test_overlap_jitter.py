@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from datetime import timedelta
 
 from onthedot import App, JobContext, JobState, current_job
 from onthedot.domain.slots import jitter_offset
 from onthedot.testing import FiredSlot, drain, tick
+from tests import waiting
 from tests.scheduler.helpers import MakeApp, clock_of, history, row, utc
 
 T0 = utc(2030, 1, 1)
@@ -21,11 +21,7 @@ def s(seconds: float) -> timedelta:
 
 
 def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    waiting.wait_for(condition, what, DEADLINE)
 
 
 def state(app: App, job_id: int | None) -> JobState:

@@ -24,6 +24,7 @@ import pytest
 
 from onthedot import App
 from onthedot.domain.errors import OnthedotError
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.torture.chaos_app:app"
@@ -32,14 +33,7 @@ DEADLINE = 60.0
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
     """Poll `predicate` every 50 ms until it is truthy; fail the test after `timeout`."""
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
+    return waiting.wait_for(predicate, what, timeout, every=0.05)
 
 
 def worker_env(url: str, *, lease: float = 2.0, offset: float = 0.0) -> dict[str, str]:

@@ -3,34 +3,18 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from onthedot import App, Job, JobState, current_job
+from onthedot import App, JobState, current_job
 from onthedot.observability.events import JobStarted, WorkerStopped
 from onthedot.worker.loop import Worker
+from tests.waiting import get_job as get
+from tests.waiting import wait_for
 
 DEADLINE = 30.0
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def get(app: App, job_id: int) -> Job:
-    job = app.get_job(job_id)
-    assert job is not None
-    return job
 
 
 class Runner:
@@ -165,10 +149,12 @@ def test_hard_stop_returns_at_once_and_the_job_is_rescued_later(
 
         # Another worker rescues it once the lease (1 s) runs out, and runs attempt 2.
         second = Runner(app)
-        job = wait_for(
+        rescued = wait_for(
             lambda: (j := get(app, job_id)).state is JobState.SUCCEEDED and j,
             "the job to be rescued and run again",
         )
+        assert rescued
+        job = rescued
         second.worker.stop()
         second.join()
         assert job.result == "rescued"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,34 +20,20 @@ import pytest
 from onthedot import App, Backoff, Job, JobState, current_job
 from onthedot.domain.jobs import NewJob
 from onthedot.worker.loop import Worker
+from tests.waiting import get_job as get
+from tests.waiting import wait_for
 
 DEADLINE = 30.0
 NO_WAIT = Backoff(base=0.0, jitter=0)
 
 
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def get(app: App, job_id: int) -> Job:
-    job = app.get_job(job_id)
-    assert job is not None, f"job {job_id} vanished"
-    return job
-
-
 def wait_state(app: App, job_id: int, *states: JobState) -> Job:
-    return wait_for(  # type: ignore[no-any-return]
+    job = wait_for(
         lambda: (j := get(app, job_id)).state in states and j,
         f"job {job_id} to reach {'/'.join(states)}",
     )
+    assert job
+    return job
 
 
 @contextmanager

@@ -8,7 +8,6 @@ so no test depends on the wall clock or sleeps.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -19,6 +18,7 @@ from onthedot import App, ManualClock
 from onthedot.domain.jobs import Job, NewJob, Outcome, OutcomeKind
 from onthedot.storage import open_storage
 from onthedot.storage.interface import Storage
+from tests.waiting import wait_for
 
 T = TypeVar("T")
 
@@ -72,14 +72,7 @@ def run_threads(n: int, target: Callable[[int], T], *, timeout: float = 60.0) ->
     return results
 
 
-def wait_until(predicate: Callable[[], T], what: str, timeout: float = 30.0) -> T:
-    """Poll `predicate` every 20 ms until it returns something truthy; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-    return value
+wait_until = wait_for  # the contract tests' name for it
 
 
 @pytest.fixture
