@@ -263,26 +263,13 @@ def targets(res: Results) -> list[str]:
             False,
         )
     )
-    burst = res.find("scheduler", "burst", "onthedot", "100,000 schedules")
-    rows.append(
-        _target(
-            "100k slots due at once: all enqueued, s",
-            burst.median if burst and burst.values else None,
-            5.0,
-            "≤ 5 s",
-            False,
-        )
-    )
-    distinct = res.find("scheduler", "burst", "onthedot", "100,000 schedules, distinct specs")
-    rows.append(
-        _target(
-            "100k slots due at once, every spec distinct, s",
-            distinct.median if distinct and distinct.values else None,
-            5.0,
-            "≤ 5 s",
-            False,
-        )
-    )
+    for config, label in (
+        ("100,000 schedules", "100k slots due at once: all enqueued, s"),
+        ("100,000 schedules, distinct specs", "100k slots due at once, every spec distinct, s"),
+    ):
+        burst = res.find("scheduler", "burst", "onthedot", config)
+        median = burst.median if burst and burst.values else None
+        rows.append(_target(label, median, 5.0, "≤ 5 s", False))
     bursts = [c for c in res.of("scheduler") if c.metric == "burst" and c.values]
     dup = sum(sum(c.extra.get("duplicates", [])) + sum(c.extra.get("misses", [])) for c in bursts)
     rows.append(
