@@ -415,7 +415,8 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "4a. Scheduler idle tick",
         "scheduler",
         "idle tick",
-        "One loop iteration while nothing is due (tick + next-due lookup), wall ms.",
+        "One loop iteration while nothing is due (one tick, which also returns the next due "
+        "instant), wall ms.",
         [("cpu_ms", "CPU ms"), ("p99_ms", "p99 ms"), ("sync_s", "first sync s")],
     )
     section(

@@ -1,6 +1,7 @@
 """Workload 4: the scheduler with 1k / 10k / 100k every-minute schedules.
 
-- idle: one scheduler loop iteration (tick + next-due lookup) while nothing is due;
+- idle: one scheduler loop iteration (one tick, which also returns the next due instant) while
+  nothing is due;
 - burst: every schedule is due at the same instant; two scheduler processes (every worker
   ticks; there is no leader) tick together until nothing is due. Time until every slot is
   enqueued, then duplicates (two jobs for one slot) and misses (a slot without a job) are

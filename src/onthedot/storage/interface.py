@@ -277,12 +277,6 @@ class Storage(Protocol):
         and the earliest next_due_at (an `idle` result carrying `next_due_at`). With
         `expect_due` (the caller's previous batch was full) it skips that read."""
 
-    def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
-        """Seconds from now (database clock) until the earliest next_due_at; None if none."""
-
-    def next_due_at(self) -> datetime | None:
-        """Earliest next_due_at of all ledger rows."""
-
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
         """How many of these keys have a code ledger row not marked removed."""
 

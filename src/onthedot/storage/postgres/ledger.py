@@ -286,16 +286,6 @@ class PostgresLedger:
             conflicts = [(k, s) for n, (k, s, _) in enumerate(taken) if n not in inserted]
         return recorded, conflicts
 
-    def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["seconds_until_due"], {"now": now}, prepare=True).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
-
-    def next_due_at(self) -> datetime | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["next_due_at"]).fetchone()
-        return row[0] if row else None
-
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
         with self._conn() as conn:
             row = conn.execute(Q["count_live_code_rows"], {"keys": list(keys)}).fetchone()

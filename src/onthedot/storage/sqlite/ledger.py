@@ -263,15 +263,6 @@ class SqliteLedger:
             },
         )
 
-    def seconds_until_due(self, *, now: datetime | None = None) -> float | None:
-        nxt = self.next_due_at()
-        return None if nxt is None else nxt.timestamp() - self._now(now)
-
-    def next_due_at(self) -> datetime | None:
-        with self._conn() as conn:
-            row = conn.execute(Q["next_due_at"]).fetchone()
-        return opt_dt(row[0]) if row else None
-
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
         with self._conn() as conn:
             row = conn.execute(Q["count_live_code_rows"], {"keys": json.dumps(list(keys))})

@@ -304,9 +304,6 @@ SET cursor = :cursor,
     updated_at = :now
 WHERE key = :key;
 
--- name: next_due_at
-SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
-
 -- name: slot_history
 SELECT h.schedule_key, h.slot, h.outcome, h.job_id, h.recorded_at, h.actor, h.note, j.state
 FROM onthedot_slots h LEFT JOIN onthedot_jobs j ON j.id = h.job_id
