@@ -163,6 +163,12 @@ def check_schedule(
     }
 
 
+def unfinished(db: Db) -> int:
+    """Jobs still queued or running."""
+    rows = db.rows("SELECT count(*) FROM onthedot_jobs WHERE state IN ('queued', 'running')")
+    return int(rows[0][0])
+
+
 def check_jobs(
     db: Db,
     report: Report,

@@ -131,6 +131,14 @@ class Fleet:
         proc.ended = time.time()
         self.chaos.add("kill", proc.pid)
 
+    def final_drain(self, unfinished: Callable[[], int]) -> None:
+        """After `stop_all`: slot jobs enqueued by the last ticks before the stop stay queued,
+        as they should; one worker without a scheduler (nothing new is enqueued) runs them and
+        whatever else is left, then stops."""
+        self.start("--no-scheduler")
+        wait_for(lambda: unfinished() == 0, "the final drain", 90)
+        self.stop_all()
+
     def stop_all(self, timeout: float = DEADLINE) -> None:
         """SIGTERM every running worker and wait: each must exit 0 (graceful)."""
         procs = self.running()

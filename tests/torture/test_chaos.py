@@ -25,7 +25,14 @@ import pytest
 
 from onthedot import App
 from tests.torture.chaos_app import SCHEDULES, create_tables, make_app
-from tests.torture.checker import Db, Report, check_executions, check_jobs, check_schedule
+from tests.torture.checker import (
+    Db,
+    Report,
+    check_executions,
+    check_jobs,
+    check_schedule,
+    unfinished,
+)
 from tests.torture.harness import ChaosLog, Fleet, Producer, wait_for
 from tests.torture.pgcluster import PrivateCluster
 
@@ -76,11 +83,6 @@ def _ledger_caught_up(db: Db, end: float) -> bool:
     rows = db.rows(f"SELECT key, {db.ep('cursor')} FROM onthedot_schedules")
     cursors = {key: cursor for key, cursor in rows}
     return all(cursors.get(key, 0) >= end for key in SCHEDULES)
-
-
-def _unfinished(db: Db) -> int:
-    rows = db.rows("SELECT count(*) FROM onthedot_jobs WHERE state IN ('queued', 'running')")
-    return int(rows[0][0])
 
 
 def _chaos(fleet: Fleet, db: Db, cluster: PrivateCluster | None, rng: random.Random) -> None:
@@ -153,9 +155,7 @@ def test_crash_and_restart_torture(
 
         wait_for(settled, "every produced job to finish and the schedules to catch up", 120)
         fleet.stop_all()
-        fleet.start("--no-scheduler")  # the final drain: nothing new is enqueued
-        wait_for(lambda: _unfinished(db) == 0, "the final drain", 90)
-        fleet.stop_all()
+        fleet.final_drain(lambda: unfinished(db))
 
         report = Report()
         alive = fleet.alive_spans(_ready(db))

@@ -19,7 +19,14 @@ import pytest
 
 from onthedot import App
 from tests.torture.chaos_app import SCHEDULES, create_tables, make_app
-from tests.torture.checker import Db, Report, check_executions, check_jobs, check_schedule
+from tests.torture.checker import (
+    Db,
+    Report,
+    check_executions,
+    check_jobs,
+    check_schedule,
+    unfinished,
+)
 from tests.torture.harness import ChaosLog, Fleet, Proc, wait_for
 from tests.torture.pgcluster import PrivateCluster
 
@@ -109,6 +116,7 @@ def test_workers_ride_out_a_database_outage(
         wait_for(lambda: _caught_up(db, end), "slots after the outage")
         assert running.alive() and late.alive(), "a worker died of the outage"
         fleet.stop_all()  # each exits 0
+        fleet.final_drain(lambda: unfinished(db))
 
         report = Report()
         check_jobs(db, report, produced)
