@@ -86,8 +86,3 @@ class ManualClock:
             time.sleep(min(seconds, 0.01))
             return False
         return wake.wait(min(seconds, 0.01))
-
-
-def utcnow_wall() -> datetime:
-    """The host clock, for timestamps that decide nothing (log lines, worker start time)."""
-    return datetime.now(UTC)

@@ -22,7 +22,6 @@ class JobState(StrEnum):
 
 
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
-ACTIVE_STATES = frozenset({JobState.QUEUED, JobState.RUNNING})
 
 
 @dataclass(frozen=True, slots=True)
