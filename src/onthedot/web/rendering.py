@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -96,7 +95,7 @@ def ago(value: datetime | str | None, now: datetime) -> str:
     return f"{seconds(delta)} ago" if delta > 0 else f"in {seconds(-delta)}"
 
 
-def pretty(value: Any) -> str:
+def pretty(value: object) -> str:
     """JSON, indented; escaping happens in the template like for every value."""
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
@@ -104,7 +103,7 @@ def pretty(value: Any) -> str:
         return repr(value)
 
 
-def short(value: Any, limit: int = 120) -> str:
+def short(value: object, limit: int = 120) -> str:
     """One line of at most `limit` characters (JSON for non-strings)."""
     if isinstance(value, str):
         line = value
