@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import JobFilter, JobState
-from onthedot.domain.specs import SpecError, load_timezone
+from onthedot.domain.specs import SpecError
 
 MAX_TEXT = 500  # filters, keys, notes
 MAX_JSON = 100_000  # arguments of a runtime schedule
@@ -167,14 +167,6 @@ def instant(value: object, what: str, tz: ZoneInfo, now: datetime) -> datetime |
         return parsed.astimezone(UTC)
     except (OverflowError, ValueError):
         raise BadInput(f"{what} is out of range") from None
-
-
-def zone(value: object) -> ZoneInfo:
-    name = text(value, "time zone", max_len=64) or "UTC"
-    try:
-        return load_timezone(name)
-    except SpecError as exc:
-        raise BadInput(str(exc)) from None
 
 
 def json_value(

@@ -10,7 +10,6 @@ from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from onthedot.web.charts import OUTCOME_CLASSES
 from onthedot.web.forms import key_path
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -33,7 +32,6 @@ def build_environment() -> Environment:
         short=short,
         number=number,
         key_path=key_path,
-        outcome_class=lambda value: OUTCOME_CLASSES.get(str(value), "o-other"),
     )
     return env
 

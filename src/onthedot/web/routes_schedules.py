@@ -116,9 +116,9 @@ def schedule_page(pg: Page) -> Response:
     )
 
 
-def _edit_values(view: dict[str, Any], sched: ScheduleDef | None) -> dict[str, Any]:
+def _edit_values(view: dict[str, Any], sched: ScheduleDef | None) -> dict[str, object]:
     """The edit form's initial values: the stored definition of a runtime schedule."""
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "spec": view.get("spec") or "",
         "job": view.get("job") or "",
         "timezone": view.get("timezone") or "",
