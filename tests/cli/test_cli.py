@@ -12,13 +12,9 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner, Result
 
-import onthedot.cli.jobs
-import onthedot.cli.schedules
 from onthedot import App, JobState
 from onthedot.cli.main import cli
 from tests.e2e.apps.basic import make_app
-
-assert onthedot.cli.jobs and onthedot.cli.schedules  # importing them registers the commands
 
 APP = "tests.cli.test_cli:tracked_app"
 _opened: list[App] = []

@@ -5,14 +5,9 @@ from __future__ import annotations
 
 from click.testing import CliRunner, Result
 
-import onthedot.cli.jobs
-import onthedot.cli.operate
-import onthedot.cli.schedules
 from onthedot import App
 from onthedot.cli.main import cli
 from tests.torture.chaos_app import make_app
-
-assert onthedot.cli.jobs and onthedot.cli.operate and onthedot.cli.schedules  # register commands
 
 APP = "tests.torture.clitools:fresh_app"
 opened: list[App] = []

@@ -1,81 +1,14 @@
-"""Commands about the database, workers, jobs and queues."""
+"""`onthedot enqueue`, `onthedot jobs list|show|retry|cancel` and `onthedot queues`."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from onthedot.cli.main import Context, cli, echo_json, handle_errors, parse_json_option
-from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
+from onthedot.cli.context import Context, echo_json, handle_errors, parse_json_option, pass_ctx
 from onthedot.domain.jobs import JobFilter, JobState
 
-pass_ctx = click.make_pass_decorator(Context)
 
-
-@cli.command()
-@pass_ctx
-@handle_errors
-def migrate(ctx: Context) -> None:
-    """Create or upgrade the database schema (idempotent; safe to run concurrently)."""
-    app = ctx.app()
-    applied = app.migrate()
-    current, _ = app.raw_storage().schema_version()
-    if applied:
-        click.echo(
-            f"applied migration(s) {', '.join(map(str, applied))}; schema at version {current}"
-        )
-    else:
-        click.echo(f"schema already at version {current}; nothing to do")
-
-
-@cli.command()
-@click.option(
-    "--queues",
-    "-q",
-    default="default",
-    show_default=True,
-    help="Comma-separated queues, claimed in this order.",
-)
-@click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--burst", is_flag=True, help="Exit once no job is ready and none is running.")
-@click.option("--no-scheduler", is_flag=True, help="Do not run the scheduler tick here.")
-@click.option("--batch-size", type=click.IntRange(1, 10000), help="Most jobs claimed at once.")
-@click.option("--prefetch", type=click.IntRange(0, 100000), help="Claimed jobs held locally.")
-@click.option("--grace", default=30.0, show_default=True, help="Seconds to finish on SIGTERM.")
-@pass_ctx
-@handle_errors
-def worker(
-    ctx: Context,
-    queues: str,
-    concurrency: int,
-    burst: bool,
-    no_scheduler: bool,
-    batch_size: int | None,
-    prefetch: int | None,
-    grace: float,
-) -> None:
-    """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
-    app = ctx.app(required=True)
-    report = app.schedules.check()
-    if not report.ok:
-        click.echo(report.render(), err=True)
-        click.echo("worker not started: fix the schedules above (`onthedot check`)", err=True)
-        sys.exit(1)
-    w = app.worker(
-        queues=[q for q in queues.split(",") if q.strip()],
-        concurrency=concurrency,
-        burst=burst,
-        scheduler=not no_scheduler,
-        batch_size=batch_size,
-        prefetch=prefetch,
-        grace=grace,
-    )
-    done = w.run()
-    click.echo(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished", err=True)
-
-
-@cli.command()
+@click.command()
 @click.argument("name")
 @click.option("--args", "args_json", help="JSON array of positional arguments.")
 @click.option("--kwargs", "kwargs_json", help="JSON object of keyword arguments.")
@@ -112,7 +45,7 @@ def enqueue(
     click.echo(job_id)
 
 
-@cli.group()
+@click.group()
 def jobs() -> None:
     """List, show, retry and cancel jobs."""
 
@@ -217,7 +150,7 @@ def jobs_cancel(ctx: Context, job_id: int) -> None:
         click.echo(f"job {job.id} is {job.state.value}")
 
 
-@cli.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 @handle_errors
@@ -237,30 +170,3 @@ def queues(ctx: Context, as_json: bool) -> None:
             f"{s.queue[:16]:<16} {s.ready:>7} {s.queued:>7} {s.running:>7} "
             f"{s.succeeded:>9} {s.failed:>7} {s.cancelled:>9}{paused}"
         )
-
-
-@cli.command()
-@pass_ctx
-def health(ctx: Context) -> None:
-    """Exit 0 when the database answers and its schema is current; 1 otherwise."""
-    try:
-        app = ctx.app()
-        storage = app.raw_storage()
-        storage.ping()
-        current, latest = storage.schema_version()
-    except (DatabaseUnavailable, SchemaOutOfDate) as exc:
-        click.echo(f"unhealthy: {exc}", err=True)
-        sys.exit(1)
-    except Exception as exc:  # malformed URL and friends: still one line
-        click.echo(
-            f"unhealthy: {str(exc).strip().splitlines()[0] if str(exc) else exc!r}", err=True
-        )
-        sys.exit(1)
-    if current != latest:
-        click.echo(
-            f"unhealthy: schema at version {current}, this onthedot needs {latest}: "
-            "run `onthedot migrate`",
-            err=True,
-        )
-        sys.exit(1)
-    click.echo(f"healthy: {app.database.display} ({storage.backend}), schema version {current}")

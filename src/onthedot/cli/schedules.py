@@ -1,32 +1,22 @@
-"""Commands about schedules: check, preview, list, explain, history."""
+"""`onthedot check`, `onthedot preview` and the `onthedot schedules` group: list, explain
+and history here, the operator controls from `schedule_controls`."""
 
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 
 import click
 
-from onthedot.cli.main import Context, cli, echo_json, handle_errors
+from onthedot.cli.context import Context, echo_json, handle_errors, parse_instant, pass_ctx
+from onthedot.cli.schedule_controls import COMMANDS as CONTROLS
+from onthedot.clock import SystemClock
 from onthedot.domain.jobs import iso
 from onthedot.domain.specs import load_timezone, parse_spec
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-def parse_instant(text: str, what: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            f"{what} {text!r} is not ISO-8601: use e.g. 2026-01-31T09:00:00Z"
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+from onthedot.explain import explain
 
 
-@cli.command()
+@click.command()
 @pass_ctx
 @handle_errors
 def check(ctx: Context) -> None:
@@ -37,7 +27,7 @@ def check(ctx: Context) -> None:
         sys.exit(1)
 
 
-@cli.command()
+@click.command()
 @click.argument("spec")
 @click.option("--timezone", "tz_name", default="UTC", show_default=True)
 @click.option("--after", help="ISO-8601 instant to start after (default: now).")
@@ -48,7 +38,7 @@ def preview(spec: str, tz_name: str, after: str | None, count: int, as_json: boo
     """Print the next COUNT slots of SPEC (cron, 'every 90s', 'every 2 weeks at 09:00')."""
     parsed = parse_spec(spec)
     tz = load_timezone(tz_name)
-    t = parse_instant(after, "--after") if after else datetime.now(UTC)
+    t = parse_instant(after, "--after") if after else SystemClock().now()
     slots: list[datetime] = []
     while len(slots) < count:
         nxt = parsed.next_after(t, tz)
@@ -67,7 +57,7 @@ def preview(spec: str, tz_name: str, after: str | None, count: int, as_json: boo
         click.echo("(no upcoming slots)")
 
 
-@cli.group()
+@click.group(commands=CONTROLS)
 def schedules() -> None:
     """List, explain and inspect schedules."""
 
@@ -104,8 +94,6 @@ def schedules_list(ctx: Context, as_json: bool) -> None:
 @handle_errors
 def schedules_explain(ctx: Context, key: str) -> None:
     """Why KEY did or did not fire."""
-    from onthedot.explain import explain
-
     click.echo(explain(ctx.app(), key))
 
 

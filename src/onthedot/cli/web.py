@@ -6,27 +6,31 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from onthedot.cli.main import Context, cli, handle_errors
+from onthedot.cli.context import Context, handle_errors, pass_ctx
 
 if TYPE_CHECKING:
     from onthedot.app import App
+    from onthedot.web.security import Credentials
 
-pass_ctx = click.make_pass_decorator(Context)
 START_TIMEOUT = 30.0
 
 
-def _web() -> Any:
+def _credentials(host: str) -> Credentials:
+    """The admin's credentials from the environment; refuses to listen on a non-loopback
+    `host` without them. Imported here: the web admin is an optional extra."""
     try:
-        import onthedot.web
+        from onthedot.web.security import Credentials, check_bind
     except ImportError as exc:
         raise click.ClickException(
             f"the web admin needs its extra: pip install 'onthedot[web]' ({exc})"
         ) from None
-    return onthedot.web
+    credentials = Credentials.from_env()
+    check_bind(host, credentials)
+    return credentials
 
 
 def _url(host: str, port: int) -> str:
@@ -39,7 +43,7 @@ def _ready(app: App) -> None:
     app.storage.ping()
 
 
-@cli.command()
+@click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--read-only", is_flag=True, help="Hide every action; refuse POSTs with 403.")
@@ -48,10 +52,10 @@ def _ready(app: App) -> None:
 def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     """Serve the web admin. Any address but loopback needs $ONTHEDOT_WEB_USER and
     $ONTHEDOT_WEB_PASSWORD (HTTP Basic) or $ONTHEDOT_WEB_TOKEN (bearer)."""
-    web_mod = _web()
-    credentials = web_mod.Credentials.from_env()
-    web_mod.check_bind(host, credentials)
+    credentials = _credentials(host)
     import uvicorn
+
+    from onthedot.web.factory import asgi
 
     app = ctx.app()
     _ready(app)
@@ -64,7 +68,7 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     mode = " (read-only)" if read_only else ""
     click.echo(f"onthedot web admin{mode} on {_url(host, port)}", err=True)
     uvicorn.run(
-        web_mod.asgi(app, read_only=read_only, credentials=credentials),
+        asgi(app, read_only=read_only, credentials=credentials),
         host=host,
         port=port,
         log_level="info",
@@ -73,7 +77,7 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--queues", "-q", help="Comma-separated queues (default: every queue of the app).")
@@ -83,10 +87,10 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
 def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int) -> None:
     """Run a worker, the scheduler and the web admin in one process (local development);
     prints the URL. Ctrl+C stops all three."""
-    web_mod = _web()
-    credentials = web_mod.Credentials.from_env()
-    web_mod.check_bind(host, credentials)
+    credentials = _credentials(host)
     import uvicorn
+
+    from onthedot.web.factory import asgi
 
     app = ctx.app(required=True)
     report = app.schedules.check()
@@ -97,7 +101,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     _ready(app)
     names = _queues(app, queues)
     config = uvicorn.Config(
-        web_mod.asgi(app, credentials=credentials),
+        asgi(app, credentials=credentials),
         host=host,
         port=port,
         log_level="warning",

@@ -7,13 +7,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import JobFilter, JobState
-from onthedot.domain.specs import SpecError, load_timezone
+from onthedot.domain.specs import SpecError
 
 MAX_TEXT = 500  # filters, keys, notes
 MAX_JSON = 100_000  # arguments of a runtime schedule
@@ -29,7 +28,7 @@ class NotFound(LookupError):
     """The object named by the URL does not exist: answered with 404."""
 
 
-def text(value: Any, what: str, *, max_len: int = MAX_TEXT) -> str | None:
+def text(value: object, what: str, *, max_len: int = MAX_TEXT) -> str | None:
     """A stripped string, None when empty. Refuses NUL, other control characters but tab and
     newlines, and values longer than `max_len`."""
     if value is None:
@@ -44,7 +43,7 @@ def text(value: Any, what: str, *, max_len: int = MAX_TEXT) -> str | None:
     return value or None
 
 
-def positive_id(value: Any, what: str) -> int | None:
+def positive_id(value: object, what: str) -> int | None:
     raw = text(value, what, max_len=40)
     if raw is None:
         return None
@@ -56,14 +55,14 @@ def positive_id(value: Any, what: str) -> int | None:
     return number
 
 
-def job_id(value: Any) -> int:
+def job_id(value: object) -> int:
     found = positive_id(value, "job id")
     if found is None:
         raise BadInput("job id is missing")
     return found
 
 
-def state(value: Any) -> JobState | None:
+def state(value: object) -> JobState | None:
     raw = text(value, "state", max_len=20)
     if raw is None:
         return None
@@ -75,7 +74,7 @@ def state(value: Any) -> JobState | None:
         ) from None
 
 
-def flag(value: Any) -> bool:
+def flag(value: object) -> bool:
     return value in ("1", "on", "true", "yes")
 
 
@@ -91,7 +90,7 @@ class JobQuery:
     before: int | None = None
 
     @classmethod
-    def parse(cls, data: Mapping[str, Any]) -> JobQuery:
+    def parse(cls, data: Mapping[str, object]) -> JobQuery:
         return cls(
             state=state(data.get("state")),
             queue=text(data.get("queue"), "queue"),
@@ -133,7 +132,7 @@ class JobQuery:
         return not self.params()
 
 
-def local_path(value: Any, default: str) -> str:
+def local_path(value: object, default: str) -> str:
     """A path inside the admin to go back to; anything else (another host, a scheme) is
     replaced by `default`."""
     try:
@@ -145,7 +144,7 @@ def local_path(value: Any, default: str) -> str:
     return raw
 
 
-def instant(value: Any, what: str, tz: ZoneInfo, now: datetime) -> datetime | None:
+def instant(value: object, what: str, tz: ZoneInfo, now: datetime) -> datetime | None:
     """An instant: ISO-8601 (an offset or Z, else in `tz`; the `datetime-local` input's
     format works) or a duration from now such as `2h`."""
     raw = text(value, what, max_len=64)
@@ -170,15 +169,9 @@ def instant(value: Any, what: str, tz: ZoneInfo, now: datetime) -> datetime | No
         raise BadInput(f"{what} is out of range") from None
 
 
-def zone(value: Any) -> ZoneInfo:
-    name = text(value, "time zone", max_len=64) or "UTC"
-    try:
-        return load_timezone(name)
-    except SpecError as exc:
-        raise BadInput(str(exc)) from None
-
-
-def json_value(value: Any, what: str, kind: type) -> Any:
+def json_value(
+    value: object, what: str, kind: type[list[object]] | type[dict[str, object]]
+) -> object:
     raw = text(value, what, max_len=MAX_JSON)
     if raw is None:
         return None
@@ -191,7 +184,7 @@ def json_value(value: Any, what: str, kind: type) -> Any:
     return parsed
 
 
-def whole(value: Any, what: str) -> int | None:
+def whole(value: object, what: str) -> int | None:
     raw = text(value, what, max_len=12)
     if raw is None:
         return None
@@ -204,10 +197,10 @@ def whole(value: Any, what: str) -> int | None:
     return number
 
 
-def schedule_fields(form: Mapping[str, Any], *, creating: bool) -> dict[str, Any]:
+def schedule_fields(form: Mapping[str, object], *, creating: bool) -> dict[str, object]:
     """The fields of the create/edit form of a runtime schedule, as keyword arguments of
     `app.schedules.create` / `update` (empty ones left out, so an edit keeps them)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name in ("spec", "job", "timezone", "catchup", "catchup_window", "overlap", "jitter"):
         value = text(form.get(name), name.replace("_", " "))
         if value is not None:
@@ -231,7 +224,7 @@ def schedule_fields(form: Mapping[str, Any], *, creating: bool) -> dict[str, Any
     return out
 
 
-def key_path(key: Any) -> str:
+def key_path(key: object) -> str:
     """The path of a schedule's page; the key is quoted (its slashes kept: the route takes
     the rest of the path)."""
     return "/schedules/" + quote(str(key), safe="/:@!$&'()*+,;=-._~")

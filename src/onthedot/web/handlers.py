@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
-from onthedot.web import forms
+from onthedot.web.forms import BadInput, NotFound, local_path
 from onthedot.web.security import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -69,7 +69,7 @@ class Page:
         self.flash = web.signer.read_flash(request.cookies.get(FLASH_COOKIE))
         self.new_flash: str | None = None
         self.now: datetime = self.app.clock.now()
-        self.back = forms.local_path(self.form.get("next"), "/")
+        self.back = local_path(self.form.get("next"), "/")
 
     @property
     def actor(self) -> str:
@@ -150,10 +150,10 @@ async def _run(request: Request, fn: Handler, form: dict[str, str] | None) -> Re
     csrf, new_token = web.signer.csrf_token(request.cookies.get(CSRF_COOKIE))
     pg = Page(request, web, form, csrf)
     try:
-        response = await run_in_threadpool(_call, fn, pg)
-    except forms.BadInput as exc:
+        response = await run_in_threadpool(fn, pg)
+    except BadInput as exc:
         response = _failure(pg, 400, str(exc))
-    except forms.NotFound as exc:
+    except NotFound as exc:
         response = _failure(pg, 404, str(exc) or "not found")
     except (DatabaseUnavailable, SchemaOutOfDate) as exc:
         response = _failure(pg, 503, _first_line(exc))
@@ -180,10 +180,6 @@ async def _run(request: Request, fn: Handler, form: dict[str, str] | None) -> Re
     elif request.cookies.get(FLASH_COOKIE) and isinstance(response, HTMLResponse):
         response.delete_cookie(FLASH_COOKIE, path=cookie_path)
     return response
-
-
-def _call(fn: Handler, pg: Page) -> Response:
-    return fn(pg)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from onthedot.web.charts import OUTCOME_CLASSES
 from onthedot.web.forms import key_path
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -34,7 +32,6 @@ def build_environment() -> Environment:
         short=short,
         number=number,
         key_path=key_path,
-        outcome_class=lambda value: OUTCOME_CLASSES.get(str(value), "o-other"),
     )
     return env
 
@@ -96,7 +93,7 @@ def ago(value: datetime | str | None, now: datetime) -> str:
     return f"{seconds(delta)} ago" if delta > 0 else f"in {seconds(-delta)}"
 
 
-def pretty(value: Any) -> str:
+def pretty(value: object) -> str:
     """JSON, indented; escaping happens in the template like for every value."""
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
@@ -104,7 +101,7 @@ def pretty(value: Any) -> str:
         return repr(value)
 
 
-def short(value: Any, limit: int = 120) -> str:
+def short(value: object, limit: int = 120) -> str:
     """One line of at most `limit` characters (JSON for non-strings)."""
     if isinstance(value, str):
         line = value

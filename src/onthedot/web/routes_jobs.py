@@ -6,7 +6,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from onthedot.domain.jobs import Job, JobState
-from onthedot.web import forms
+from onthedot.web.forms import PAGE_SIZE, JobQuery, NotFound, flag, local_path
+from onthedot.web.forms import job_id as parse_job_id
 from onthedot.web.handlers import Page, action, page
 
 BULK_ACTIONS = {
@@ -23,10 +24,10 @@ BULK_ELIGIBLE = {
 
 @page
 def jobs_list(pg: Page) -> Response:
-    query = forms.JobQuery.parse(pg.query)
-    found = pg.app.list_jobs(query.filter(limit=forms.PAGE_SIZE + 1))
-    more = len(found) > forms.PAGE_SIZE
-    found = found[: forms.PAGE_SIZE]
+    query = JobQuery.parse(pg.query)
+    found = pg.app.list_jobs(query.filter(limit=PAGE_SIZE + 1))
+    more = len(found) > PAGE_SIZE
+    found = found[:PAGE_SIZE]
     older = query.query(before=found[-1].id) if more and found else None
     # Suggestions come from the registry, not the table: no scan of a million rows.
     queues = sorted({jf.queue for jf in pg.app.jobs.values()})
@@ -45,7 +46,7 @@ def jobs_list(pg: Page) -> Response:
 @page
 def jobs_count(pg: Page) -> Response:
     """How many jobs match (loaded after the page, so a slow count never delays it)."""
-    query = forms.JobQuery.parse(pg.query)
+    query = JobQuery.parse(pg.query)
     n = pg.app.storage.count_jobs(query.filter(page=False))
     return HTMLResponse(f"{n:,} matching".replace(",", "\u202f"))
 
@@ -57,10 +58,10 @@ def job_page(pg: Page) -> Response:
 
 
 def _job(pg: Page) -> Job:
-    job_id = forms.job_id(pg.request.path_params["job_id"])
+    job_id = parse_job_id(pg.request.path_params["job_id"])
     job = pg.app.get_job(job_id)
     if job is None:
-        raise forms.NotFound(f"no job with id {job_id}")
+        raise NotFound(f"no job with id {job_id}")
     return job
 
 
@@ -75,16 +76,16 @@ def _after(pg: Page, job_id: int, message: str, *, removed: bool = False) -> Res
 
 @action
 def job_retry(pg: Page) -> Response:
-    job_id = forms.job_id(pg.request.path_params["job_id"])
-    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    job_id = parse_job_id(pg.request.path_params["job_id"])
+    pg.back = local_path(pg.form.get("next"), f"/jobs/{job_id}")
     job = pg.app.retry_job(job_id)
     return _after(pg, job_id, f"job {job.id} queued again")
 
 
 @action
 def job_cancel(pg: Page) -> Response:
-    job_id = forms.job_id(pg.request.path_params["job_id"])
-    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    job_id = parse_job_id(pg.request.path_params["job_id"])
+    pg.back = local_path(pg.form.get("next"), f"/jobs/{job_id}")
     job = pg.app.cancel_job(job_id)
     if job.state is JobState.RUNNING:
         return _after(pg, job_id, f"job {job.id} is running: cancellation requested")
@@ -93,10 +94,10 @@ def job_cancel(pg: Page) -> Response:
 
 @action
 def job_delete(pg: Page) -> Response:
-    job_id = forms.job_id(pg.request.path_params["job_id"])
-    pg.back = forms.local_path(pg.form.get("next"), f"/jobs/{job_id}")
+    job_id = parse_job_id(pg.request.path_params["job_id"])
+    pg.back = local_path(pg.form.get("next"), f"/jobs/{job_id}")
     if not pg.app.delete_job(job_id):
-        raise forms.NotFound(f"no job with id {job_id}")
+        raise NotFound(f"no job with id {job_id}")
     return _after(pg, job_id, f"job {job_id} deleted", removed=True)
 
 
@@ -106,9 +107,9 @@ def jobs_bulk(pg: Page) -> Response:
     with the count, then the action itself."""
     verb = pg.request.path_params["verb"]
     if verb not in BULK_ACTIONS:
-        raise forms.NotFound(f"no bulk action {verb!r}: use retry, cancel or delete")
-    query = forms.JobQuery.parse(pg.form)
-    if not forms.flag(pg.form.get("confirm")):
+        raise NotFound(f"no bulk action {verb!r}: use retry, cancel or delete")
+    query = JobQuery.parse(pg.form)
+    if not flag(pg.form.get("confirm")):
         matching = pg.app.storage.count_jobs(query.filter(page=False))
         return pg.render(
             "bulk_confirm.html",

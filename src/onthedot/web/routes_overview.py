@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from onthedot.web import charts
+from onthedot.web.charts import Bucket, buckets, throughput
 from onthedot.web.handlers import Page, page
 from onthedot.web.health import Health, prometheus
 
@@ -17,19 +17,19 @@ def overview(pg: Page) -> Response:
     health = Health.read(pg.app, pg.now, pg.web.late_after)
     # The last day by minute serves both charts (read incrementally: see throughput.py).
     counts = pg.web.throughput.counts(pg.app.storage, pg.now)
-    last_hour = charts.buckets(counts, end=pg.now, size=MINUTE, n=60)
-    last_day = charts.buckets(counts, end=pg.now, size=HOUR, n=24)
+    last_hour = buckets(counts, end=pg.now, size=MINUTE, n=60)
+    last_day = buckets(counts, end=pg.now, size=HOUR, n=24)
     return pg.render(
         "overview.html",
         health=health,
-        hour_chart=charts.throughput(last_hour, label="Jobs finished per minute, last hour"),
-        day_chart=charts.throughput(last_day, label="Jobs finished per hour, last 24 hours"),
+        hour_chart=throughput(last_hour, label="Jobs finished per minute, last hour"),
+        day_chart=throughput(last_day, label="Jobs finished per hour, last 24 hours"),
         hour_total=_sums(last_hour),
         day_total=_sums(last_day),
     )
 
 
-def _sums(data: list[charts.Bucket]) -> dict[str, int]:
+def _sums(data: list[Bucket]) -> dict[str, int]:
     return {
         "succeeded": sum(b.succeeded for b in data),
         "failed": sum(b.failed for b in data),

@@ -16,7 +16,17 @@ from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
 from onthedot.domain.schedule import MAX_KEY_LENGTH, ScheduleDef
 from onthedot.operations import BACKFILL_BOUND
-from onthedot.web import charts, forms
+from onthedot.web.charts import timeline
+from onthedot.web.forms import (
+    BadInput,
+    NotFound,
+    flag,
+    instant,
+    key_path,
+    local_path,
+    schedule_fields,
+    text,
+)
 from onthedot.web.handlers import Page, action, page
 from onthedot.web.health import is_late
 
@@ -24,9 +34,9 @@ NEXT_SLOTS = 5
 
 
 def _key(pg: Page) -> str:
-    key = forms.text(pg.request.path_params["key"], "schedule key", max_len=MAX_KEY_LENGTH + 50)
+    key = text(pg.request.path_params["key"], "schedule key", max_len=MAX_KEY_LENGTH + 50)
     if key is None:
-        raise forms.NotFound("no schedule key given")
+        raise NotFound("no schedule key given")
     return key
 
 
@@ -42,7 +52,7 @@ def _view(pg: Page, key: str) -> dict[str, Any]:
     for view in pg.app.schedules.views():  # it carries the problems of an invalid schedule
         if view["key"] == key:
             return view
-    raise forms.NotFound(f"no schedule with key {key!r}")
+    raise NotFound(f"no schedule with key {key!r}")
 
 
 def _definition(pg: Page, key: str) -> ScheduleDef | None:
@@ -77,7 +87,7 @@ def schedule_page(pg: Page) -> Response:
     sched = _definition(pg, key)
     nexts: list[datetime] = []
     if sched is not None and view["status"] not in ("removed",):
-        cursor = forms.instant(view.get("cursor"), "cursor", ZoneInfo("UTC"), pg.now)
+        cursor = instant(view.get("cursor"), "cursor", ZoneInfo("UTC"), pg.now)
         t = max(pg.now, cursor) if cursor else pg.now
         for _ in range(NEXT_SLOTS):
             n = sched.spec.next_after(t, sched.tz)
@@ -96,7 +106,7 @@ def schedule_page(pg: Page) -> Response:
         sched=sched,
         nexts=nexts,
         history=history,
-        timeline=charts.timeline(history, pg.now),
+        timeline=timeline(history, pg.now),
         audit=pg.app.schedules.audit(key, limit=50),
         skipped=skipped,
         jobs=pg.app.list_jobs(JobFilter(schedule_key=key, limit=10)),
@@ -106,9 +116,9 @@ def schedule_page(pg: Page) -> Response:
     )
 
 
-def _edit_values(view: dict[str, Any], sched: ScheduleDef | None) -> dict[str, Any]:
+def _edit_values(view: dict[str, Any], sched: ScheduleDef | None) -> dict[str, object]:
     """The edit form's initial values: the stored definition of a runtime schedule."""
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "spec": view.get("spec") or "",
         "job": view.get("job") or "",
         "timezone": view.get("timezone") or "",
@@ -144,18 +154,18 @@ def _done(pg: Page, key: str, message: str) -> Response:
 
 def _start(pg: Page) -> str:
     key = _key(pg)
-    pg.back = forms.local_path(pg.form.get("next"), forms.key_path(key))
+    pg.back = local_path(pg.form.get("next"), key_path(key))
     return key
 
 
 def _note(pg: Page) -> str | None:
-    return forms.text(pg.form.get("note"), "note")
+    return text(pg.form.get("note"), "note")
 
 
 @action
 def pause(pg: Page) -> Response:
     key = _start(pg)
-    until = forms.instant(pg.form.get("until"), "until", _zone(_view(pg, key)), pg.now)
+    until = instant(pg.form.get("until"), "until", _zone(_view(pg, key)), pg.now)
     pg.app.schedules.pause(key, until=until, note=_note(pg), actor=pg.actor)
     return _done(pg, key, f"paused {key}" + (f" until {until:%Y-%m-%d %H:%M:%SZ}" if until else ""))
 
@@ -163,7 +173,7 @@ def pause(pg: Page) -> Response:
 @action
 def resume(pg: Page) -> Response:
     key = _start(pg)
-    catchup = forms.flag(pg.form.get("catchup"))
+    catchup = flag(pg.form.get("catchup"))
     pg.app.schedules.resume(key, catchup=catchup, note=_note(pg), actor=pg.actor)
     return _done(pg, key, f"resumed {key}" + (" with catch-up" if catchup else ""))
 
@@ -171,7 +181,7 @@ def resume(pg: Page) -> Response:
 @action
 def skip(pg: Page) -> Response:
     key = _start(pg)
-    slot = forms.instant(pg.form.get("slot"), "slot", _zone(_view(pg, key)), pg.now)
+    slot = instant(pg.form.get("slot"), "slot", _zone(_view(pg, key)), pg.now)
     done = pg.app.schedules.skip(key, slot, note=_note(pg), actor=pg.actor)
     return _done(pg, key, f"skipped the slot {done:%Y-%m-%d %H:%M:%SZ} of {key}")
 
@@ -179,9 +189,9 @@ def skip(pg: Page) -> Response:
 @action
 def unskip(pg: Page) -> Response:
     key = _start(pg)
-    slot = forms.instant(pg.form.get("slot"), "slot", ZoneInfo("UTC"), pg.now)
+    slot = instant(pg.form.get("slot"), "slot", ZoneInfo("UTC"), pg.now)
     if slot is None:
-        raise forms.BadInput("slot is required")
+        raise BadInput("slot is required")
     pg.app.schedules.unskip(key, slot, note=_note(pg), actor=pg.actor)
     return _done(pg, key, f"the slot {slot:%Y-%m-%d %H:%M:%SZ} of {key} runs again")
 
@@ -206,17 +216,17 @@ def backfill(pg: Page) -> Response:
     key = _start(pg)
     view = _view(pg, key)
     zone = _zone(view)
-    start = forms.instant(pg.form.get("start"), "start", zone, pg.now)
-    end = forms.instant(pg.form.get("end"), "end", zone, pg.now)
+    start = instant(pg.form.get("start"), "start", zone, pg.now)
+    end = instant(pg.form.get("end"), "end", zone, pg.now)
     if start is None or end is None:
-        raise forms.BadInput("backfill needs a start and an end")
-    run = forms.flag(pg.form.get("run"))
+        raise BadInput("backfill needs a start and an end")
+    run = flag(pg.form.get("run"))
     result = pg.app.schedules.backfill(
         key,
         start,
         end,
         dry_run=not run,
-        force=forms.flag(pg.form.get("force")),
+        force=flag(pg.form.get("force")),
         note=_note(pg),
         actor=pg.actor,
     )
@@ -231,33 +241,33 @@ def backfill(pg: Page) -> Response:
 
 @action
 def create(pg: Page) -> Response:
-    key = forms.text(pg.form.get("key"), "key", max_len=MAX_KEY_LENGTH)
+    key = text(pg.form.get("key"), "key", max_len=MAX_KEY_LENGTH)
     if key is None:
-        raise forms.BadInput("key is required")
-    pg.back = forms.local_path(pg.form.get("next"), "/schedules")
-    fields = forms.schedule_fields(pg.form, creating=True)
+        raise BadInput("key is required")
+    pg.back = local_path(pg.form.get("next"), "/schedules")
+    fields = schedule_fields(pg.form, creating=True)
     spec, job = fields.pop("spec"), fields.pop("job")
     args, kwargs = fields.pop("args", None), fields.pop("kwargs", None)
     pg.app.schedules.create(key, spec, job, args, kwargs, actor=pg.actor, **fields)
-    return pg.redirect(forms.key_path(key), f"created {key}")
+    return pg.redirect(key_path(key), f"created {key}")
 
 
 @action
 def update(pg: Page) -> Response:
     key = _start(pg)
-    fields = forms.schedule_fields(pg.form, creating=False)
+    fields = schedule_fields(pg.form, creating=False)
     if not fields:
-        raise forms.BadInput("nothing to change")
+        raise BadInput("nothing to change")
     pg.app.schedules.update(key, actor=pg.actor, **fields)
-    return pg.redirect(forms.key_path(key), f"updated {key}")
+    return pg.redirect(key_path(key), f"updated {key}")
 
 
 @action
 def delete(pg: Page) -> Response:
     key = _start(pg)
-    if not forms.flag(pg.form.get("confirm")):
-        raise forms.BadInput("tick the confirmation box to delete a schedule")
-    n = pg.app.schedules.delete(key, keep_jobs=forms.flag(pg.form.get("keep_jobs")), actor=pg.actor)
+    if not flag(pg.form.get("confirm")):
+        raise BadInput("tick the confirmation box to delete a schedule")
+    n = pg.app.schedules.delete(key, keep_jobs=flag(pg.form.get("keep_jobs")), actor=pg.actor)
     return pg.redirect("/schedules", f"deleted {key}; cancelled {n} queued job(s)")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from onthedot.web import forms
+from onthedot.web.forms import BadInput, text
 from onthedot.web.handlers import Page, action, page
 from onthedot.web.health import Health
 
@@ -26,11 +26,11 @@ def queues(pg: Page) -> Response:
 
 
 def _queue(pg: Page) -> str:
-    name = forms.text(pg.request.path_params.get("queue") or pg.form.get("queue"), "queue")
+    name = text(pg.request.path_params.get("queue") or pg.form.get("queue"), "queue")
     if name is None:
-        raise forms.BadInput("queue is required")
+        raise BadInput("queue is required")
     if len(name) > 100 or "," in name:
-        raise forms.BadInput("a queue name has 1-100 characters and no commas")
+        raise BadInput("a queue name has 1-100 characters and no commas")
     return name
 
 

@@ -13,7 +13,6 @@ import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -226,7 +225,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _plain(send: Any, status: int, text: str, headers: list[tuple[bytes, bytes]]) -> None:
+async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]]) -> None:
     body = (text + "\n").encode()
     await send(
         {

@@ -1,4 +1,4 @@
-"""An app for CLI tests: `--app tests.operator.cliapp:make_app` builds a fresh one each time."""
+"""An app for CLI tests: `--app tests.controls.cliapp:make_app` builds a fresh one each time."""
 
 from __future__ import annotations
 

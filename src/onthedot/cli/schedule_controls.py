@@ -1,21 +1,30 @@
-"""Runtime schedules and operator controls over the CLI."""
+"""The operator controls of `onthedot schedules`: create, update and delete runtime
+schedules; pause, resume, skip, unskip, trigger, backfill and reset any schedule; the audit log
+of these actions."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 
-from onthedot.cli.main import Context, echo_json, handle_errors, parse_json_option
-from onthedot.cli.schedules import parse_instant, schedules
+from onthedot.cli.context import (
+    Context,
+    echo_json,
+    handle_errors,
+    parse_instant,
+    parse_json_option,
+    pass_ctx,
+)
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import iso
 from onthedot.runtime import default_actor
 
-pass_ctx = click.make_pass_decorator(Context)
+F = TypeVar("F", bound=Callable[..., None])
 
 
-def note_and_actor(fn: Any) -> Any:
+def note_and_actor(fn: F) -> F:
     fn = click.option("--note", help="Why (kept in the audit log).")(fn)
     return click.option(
         "--actor",
@@ -25,7 +34,7 @@ def note_and_actor(fn: Any) -> Any:
     )(fn)
 
 
-def policy_options(fn: Any) -> Any:
+def policy_options(fn: F) -> F:
     for name, help_text in (
         ("--timezone", "IANA time zone, e.g. Europe/Paris."),
         ("--catchup", "latest | all | none."),
@@ -38,11 +47,12 @@ def policy_options(fn: Any) -> Any:
     return click.option("--priority", type=int, help="Priority of the jobs.")(fn)
 
 
-def _policies(**options: Any) -> dict[str, Any]:
+def _policies(**options: object) -> dict[str, object]:
+    """The options given (click passes None for the others)."""
     return {k: v for k, v in options.items() if v is not None}
 
 
-@schedules.command("create")
+@click.command("create")
 @click.argument("key")
 @click.argument("spec")
 @click.argument("job_name")
@@ -62,7 +72,7 @@ def create(
     kwargs_json: str | None,
     actor: str,
     note: str | None,
-    **options: Any,
+    **options: str | int | None,
 ) -> None:
     """Create a runtime schedule KEY firing JOB_NAME on SPEC."""
     view = ctx.app(required=True).schedules.create(
@@ -77,7 +87,7 @@ def create(
     click.echo(f"created {key}: {view['spec']} ({view['description']}); next {view['next'][:1]}")
 
 
-@schedules.command("update")
+@click.command("update")
 @click.argument("key")
 @click.option("--spec")
 @click.option("--job", "job_name")
@@ -97,7 +107,7 @@ def update(
     kwargs_json: str | None,
     actor: str,
     note: str | None,
-    **options: Any,
+    **options: str | int | None,
 ) -> None:
     """Change a runtime schedule (a timing change restarts it now: no phantom run)."""
     changes = _policies(
@@ -113,7 +123,7 @@ def update(
     click.echo(f"updated {key}: {view['spec']}; next {view['next'][:1]}")
 
 
-@schedules.command("delete")
+@click.command("delete")
 @click.argument("key")
 @click.option("--keep-jobs", is_flag=True, help="Do not cancel its queued jobs.")
 @note_and_actor
@@ -125,7 +135,7 @@ def delete(ctx: Context, key: str, keep_jobs: bool, actor: str, note: str | None
     click.echo(f"deleted {key}; cancelled {n} queued job(s)")
 
 
-@schedules.command("pause")
+@click.command("pause")
 @click.argument("key")
 @click.option("--until", help="ISO-8601 instant, or a duration from now like 2h.")
 @note_and_actor
@@ -144,7 +154,7 @@ def pause(ctx: Context, key: str, until: str | None, actor: str, note: str | Non
     click.echo(f"paused {key}" + (f" until {view['paused_until']}" if when else ""))
 
 
-@schedules.command("resume")
+@click.command("resume")
 @click.argument("key")
 @click.option("--catchup", is_flag=True, help="Let the catch-up policy handle the pause's slots.")
 @note_and_actor
@@ -156,7 +166,7 @@ def resume(ctx: Context, key: str, catchup: bool, actor: str, note: str | None) 
     click.echo(f"resumed {key}; next {view['next'][:1]}")
 
 
-@schedules.command("skip")
+@click.command("skip")
 @click.argument("key")
 @click.option("--slot", help="ISO-8601 slot to skip (default: the next one).")
 @note_and_actor
@@ -169,7 +179,7 @@ def skip(ctx: Context, key: str, slot: str | None, actor: str, note: str | None)
     click.echo(f"skipped {key} at {iso(done)}")
 
 
-@schedules.command("unskip")
+@click.command("unskip")
 @click.argument("key")
 @click.argument("slot")
 @note_and_actor
@@ -183,7 +193,7 @@ def unskip(ctx: Context, key: str, slot: str, actor: str, note: str | None) -> N
     click.echo(f"unskipped {key} at {slot}")
 
 
-@schedules.command("trigger")
+@click.command("trigger")
 @click.argument("key")
 @note_and_actor
 @pass_ctx
@@ -193,7 +203,7 @@ def trigger(ctx: Context, key: str, actor: str, note: str | None) -> None:
     click.echo(ctx.app(required=True).schedules.trigger(key, note=note, actor=actor))
 
 
-@schedules.command("backfill")
+@click.command("backfill")
 @click.argument("key")
 @click.option("--start", required=True, help="ISO-8601 start of the range (inclusive).")
 @click.option("--end", required=True, help="ISO-8601 end of the range (inclusive).")
@@ -241,7 +251,7 @@ def backfill(
         )
 
 
-@schedules.command("reset")
+@click.command("reset")
 @click.argument("key")
 @note_and_actor
 @pass_ctx
@@ -252,7 +262,7 @@ def reset(ctx: Context, key: str, actor: str, note: str | None) -> None:
     click.echo(f"reset {key}")
 
 
-@schedules.command("audit")
+@click.command("audit")
 @click.argument("key", required=False)
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--json", "as_json", is_flag=True)
@@ -267,3 +277,6 @@ def audit(ctx: Context, key: str | None, limit: int, as_json: bool) -> None:
     for e in entries:
         note = f'  "{e.note}"' if e.note else ""
         click.echo(f"{iso(e.at)}  {e.actor:<12} {e.action:<10} {e.key or '-'}{note}")
+
+
+COMMANDS = (create, update, delete, pause, resume, skip, unskip, trigger, backfill, reset, audit)

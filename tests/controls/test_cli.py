@@ -7,14 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 from click.testing import CliRunner, Result
 
-import onthedot.cli.jobs
-import onthedot.cli.operate
-import onthedot.cli.schedules  # noqa: F401  (register the commands)
 from onthedot.cli.main import cli
 from onthedot.testing import tick
-from tests.operator.cliapp import make_app
+from tests.controls.cliapp import make_app
 
-APP = "tests.operator.cliapp:make_app"
+APP = "tests.controls.cliapp:make_app"
 
 
 def run(db_url: str, *args: str) -> Result:

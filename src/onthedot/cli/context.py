@@ -1,0 +1,130 @@
+"""What every command shares: the `Context` that loads the user's App once, the error
+handling that turns onthedot errors into one line, and the parsing of JSON and ISO-8601
+options."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+import click
+
+from onthedot.app import App
+from onthedot.domain.errors import OnthedotError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+ENV_APP = "ONTHEDOT_APP"
+
+
+class Context:
+    def __init__(self, app_path: str | None, database: str | None) -> None:
+        self.app_path = app_path
+        self.database = database
+        self._app: App | None = None
+
+    def close(self) -> None:
+        """Release the app's connections when the command ends."""
+        if self._app is not None:
+            self._app.close()
+
+    def app(self, required: bool = False) -> App:
+        """The user's app (from --app / $ONTHEDOT_APP), or a bare App when none is given."""
+        if self._app is None:
+            if self.app_path:
+                self._app = load_app(self.app_path)
+                if self.database:
+                    self._app.use_database(self.database)
+            elif required:
+                raise click.UsageError(
+                    "no app given: pass --app module:attr or set ONTHEDOT_APP "
+                    "(the module where your App and jobs are defined)"
+                )
+            else:
+                self._app = App(self.database)
+        return self._app
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def load_app(path: str) -> App:
+    """Import `module:attr` (or `module`, taking its `app`) and return the App there."""
+    module_name, _, attr = path.partition(":")
+    attr = attr or "app"
+    if not module_name:
+        raise click.UsageError(f"invalid app path {path!r}: use module:attr, e.g. myproj.tasks:app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise click.UsageError(
+            f"cannot import module {module_name!r} named by --app: {exc}; run from the project "
+            "folder or fix PYTHONPATH"
+        ) from None
+    obj: object = module
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise click.UsageError(f"module {module_name!r} has no attribute {attr!r}")
+    if callable(obj) and not isinstance(obj, App):
+        obj = obj()
+    if not isinstance(obj, App):
+        raise click.UsageError(f"{path!r} is a {type(obj).__name__}, not an onthedot App")
+    return obj
+
+
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn onthedot errors into one clear line and a non-zero exit."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except OnthedotError as exc:
+            raise click.ClickException(str(exc).strip().splitlines()[0]) from None
+        except (ValueError, TypeError) as exc:
+            raise click.ClickException(
+                str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
+            ) from None
+
+    return wrapper
+
+
+def echo_json(value: object) -> None:
+    """Print `value` as indented JSON (datetimes and other strangers as their str)."""
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def parse_json_option(text: str | None, what: str) -> JsonValue:
+    """The JSON value of option `what`, or None when the option is not given."""
+    if text is None:
+        return None
+    try:
+        value: JsonValue = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(
+            f"{what} is not valid JSON ({exc.msg} at char {exc.pos})"
+        ) from None
+    return value
+
+
+def parse_instant(text: str, what: str) -> datetime:
+    """An ISO-8601 instant in UTC (a naive one is taken as UTC)."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{what} {text!r} is not ISO-8601: use e.g. 2026-01-31T09:00:00Z"
+        ) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
