@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from onthedot.clock import Clock, SystemClock
 from onthedot.config import parse_database_url, resolve_database_url
+from onthedot.domain.definitions import COMMAND_JOB
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered, SchemaOutOfDate
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
 from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
-from onthedot.domain.schedule import COMMAND_JOB
 from onthedot.observability.events import EventBus, JobEnqueued, LoggingSubscriber
-from onthedot.schedules import ScheduleRegistry
+from onthedot.schedules.registry import ScheduleRegistry
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
@@ -223,7 +223,7 @@ class App:
         if log_events:
             self.events.subscribe(LoggingSubscriber())
         self.schedules = ScheduleRegistry(self)
-        from onthedot.commands import run_command
+        from onthedot.schedules.command import run_command
 
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
         self._local_wakeups: list[Callable[[set[str]], None]] = []

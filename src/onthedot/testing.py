@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from onthedot.clock import ManualClock
-from onthedot.schedules import ScheduleRegistry
+from onthedot.schedules.registry import ScheduleRegistry
 
 if TYPE_CHECKING:
     from onthedot.app import App
-    from onthedot.scheduler import Scheduler
+    from onthedot.schedules.scheduler import Scheduler
 
 __all__ = ["FiredSlot", "ManualClock", "drain", "scheduler_for", "slots_between", "tick"]
 
@@ -64,7 +64,7 @@ def scheduler_for(app: App, *, now: datetime | None = None) -> Scheduler:
     (first sight). When the declarations change afterwards (a schedule added, removed or edited),
     the next call prepares and syncs again, as a deploy of the new code would.
     """
-    from onthedot.scheduler import Scheduler
+    from onthedot.schedules.scheduler import Scheduler
 
     with _lock:
         code_hash = app.schedules.code_hash()

@@ -9,7 +9,7 @@ import pytest
 
 from onthedot import App, ScheduleError
 from onthedot.observability.events import SchedulerFenced
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 from onthedot.storage.interface import WorkerInfo
 from onthedot.testing import scheduler_for, tick
 from tests.scheduler.helpers import MakeApp, history, job_slots, row, utc

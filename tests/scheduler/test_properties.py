@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 from onthedot.testing import tick
 from tests.scheduler.helpers import history, job_slots, utc
 from tests.scheduler.slot_rules import (

@@ -12,7 +12,7 @@ import sys
 from datetime import datetime
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 
 
 def main(config_text: str) -> None:

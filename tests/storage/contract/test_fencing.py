@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 from onthedot.storage.interface import WorkerInfo
 
 

@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from onthedot.domain.errors import ScheduleError
-from onthedot.domain.jobs import iso
-from onthedot.domain.ledger import LedgerRow
-from onthedot.domain.schedule import (
+from onthedot.domain.definitions import (
     Declaration,
     Problem,
     ScheduleDef,
@@ -20,7 +17,10 @@ from onthedot.domain.schedule import (
     definition_to_declaration,
     validate,
 )
-from onthedot.operations import OperatorControls
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.jobs import iso
+from onthedot.domain.ledger import LedgerRow
+from onthedot.schedules.controls import OperatorControls
 
 if TYPE_CHECKING:
     from onthedot.app import App
@@ -59,7 +59,7 @@ class CheckReport:
 
 
 class ScheduleRegistry(OperatorControls):
-    """`app.schedules`: declared schedules, plus the runtime API (see `onthedot.runtime`)."""
+    """`app.schedules`: declared schedules, plus the runtime API (see `schedules.runtime`)."""
 
     def __init__(self, app: App) -> None:
         self.app = app

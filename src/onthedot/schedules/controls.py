@@ -15,11 +15,11 @@ from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
-from onthedot.runtime import RuntimeSchedules, default_actor
+from onthedot.schedules.runtime import RuntimeSchedules, default_actor
 
 if TYPE_CHECKING:
+    from onthedot.domain.definitions import ScheduleDef
     from onthedot.domain.ledger import LedgerRow
-    from onthedot.domain.schedule import ScheduleDef
 
 BACKFILL_BOUND = 1000  # a real backfill of more slots needs force=True
 

@@ -33,7 +33,7 @@ from onthedot.storage.interface import TickResult
 
 if TYPE_CHECKING:
     from onthedot.app import App
-    from onthedot.domain.schedule import ScheduleDef
+    from onthedot.domain.definitions import ScheduleDef
 
 log = logging.getLogger("onthedot.scheduler")
 

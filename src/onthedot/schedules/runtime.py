@@ -11,15 +11,15 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from onthedot.domain.errors import ScheduleError
-from onthedot.domain.ledger import AuditEntry, LedgerRow
-from onthedot.domain.schedule import (
+from onthedot.domain.definitions import (
     Declaration,
     Problem,
     ScheduleDef,
     definition_to_declaration,
     validate,
 )
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.ledger import AuditEntry, LedgerRow
 from onthedot.observability.events import ScheduleChanged
 
 if TYPE_CHECKING:
