@@ -10,7 +10,7 @@ from onthedot.cli.main import Context, echo_json, handle_errors, parse_json_opti
 from onthedot.cli.schedules import parse_instant, schedules
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import iso
-from onthedot.schedules.runtime import default_actor
+from onthedot.schedules.audit import default_actor
 
 pass_ctx = click.make_pass_decorator(Context)
 

@@ -104,9 +104,7 @@ def schedules_list(ctx: Context, as_json: bool) -> None:
 @handle_errors
 def schedules_explain(ctx: Context, key: str) -> None:
     """Why KEY did or did not fire."""
-    from onthedot.schedules.explain import explain
-
-    click.echo(explain(ctx.app(), key))
+    click.echo(ctx.app().schedules.explain(key))
 
 
 @schedules.command("history")

@@ -19,7 +19,7 @@ def make(db_url: str, spec: str) -> tuple[App, ManualClock, Scheduler]:
     def work() -> None: ...
 
     app.schedule("report", spec, work)
-    scheduler = Scheduler(app, worker_id="old")
+    scheduler = app.scheduler(worker_id="old")
     scheduler.prepare()
     scheduler.sync()
     return app, clock, scheduler
