@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from onthedot.clock import Clock, SystemClock
@@ -40,6 +40,23 @@ R = TypeVar("R")
 __all__ = ["App"]
 
 
+class _AppClock:
+    """The clock the components are handed. It forwards to `App.clock`, which may be replaced
+    after construction (a test fixture swapping in a ManualClock), so every component follows."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.target = clock
+
+    def now(self) -> datetime:
+        return self.target.now()
+
+    def fixed_now(self) -> datetime | None:
+        return self.target.fixed_now()
+
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+        return self.target.sleep(seconds, wake)
+
+
 class App:
     """An onthedot application: register jobs and schedules on it, then run workers.
 
@@ -57,7 +74,7 @@ class App:
         log_events: bool = True,
     ) -> None:
         self._database = Database(resolve_database_url(database_url), pool_size=pool_size)
-        self.clock: Clock = clock or SystemClock()
+        self._clock = _AppClock(clock or SystemClock())
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
@@ -68,16 +85,17 @@ class App:
             self.events.subscribe(LoggingSubscriber())
         self.wakeups = WakeupHub()
         storage = self._database.storage  # each call opens (once) and checks the schema
-        self._enqueuer = Enqueuer(storage, self.clock, self.events, self.wakeups)
+        clock = self._clock
+        self._enqueuer = Enqueuer(storage, clock, self.events, self.wakeups)
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
-        audit = AuditTrail(storage, self.clock, self.events, self.wakeups)
-        views = ScheduleViews(storage, self.clock, registry)
+        audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        views = ScheduleViews(storage, clock, registry)
         self.schedules = Schedules(
             registry,
-            RuntimeSchedules(storage, self.clock, registry, audit, views),
+            RuntimeSchedules(storage, clock, registry, audit, views),
             OperatorControls(
-                storage, self.clock, registry, audit, views, self.jobs, self._enqueuer.enqueue
+                storage, clock, registry, audit, views, self.jobs, self._enqueuer.enqueue
             ),
             views,
         )
@@ -85,6 +103,15 @@ class App:
 
     def __repr__(self) -> str:
         return f"<onthedot.App {self.database.display}>"
+
+    @property
+    def clock(self) -> Clock:
+        """The app's clock (a ManualClock in tests); assigning it re-points every component."""
+        return self._clock.target
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self._clock.target = clock
 
     @property
     def database_url(self) -> str:
@@ -224,7 +251,7 @@ class App:
             self.raw_storage(),
             self.schedules.registry,
             self.jobs,
-            clock=self.clock,
+            clock=self._clock,
             events=self.events,
             wakeups=self.wakeups,
             lease=self.lease,
