@@ -172,10 +172,9 @@ def sched_app(url: str, n: int, clock: ManualClock, distinct: bool = False) -> o
 def sched_sync(p: dict[str, Any]) -> dict[str, Any]:
     """Declare N every-minute schedules and sync them into the ledger (setup, timed apart)."""
     app = sched_app(p["url"], p["n"], ManualClock(T0), p.get("distinct", False))
-    from onthedot.scheduler import Scheduler
 
     t = time.perf_counter()
-    sched = Scheduler(app)
+    sched = app.scheduler()
     sched.prepare()
     sched.sync()
     return {"sync_s": time.perf_counter() - t}
@@ -184,11 +183,10 @@ def sched_sync(p: dict[str, Any]) -> dict[str, Any]:
 def sched_idle(p: dict[str, Any]) -> dict[str, Any]:
     """Cost of one scheduler loop iteration when nothing is due: one tick, which also returns
     the next due instant the loop sleeps until."""
-    from onthedot.scheduler import Scheduler
 
     clock = ManualClock(T0)
     app = sched_app(p["url"], p["n"], clock)
-    sched = Scheduler(app)
+    sched = app.scheduler()
     sched.prepare()
     for _ in range(20):
         sched.tick()
@@ -214,11 +212,10 @@ def sched_idle(p: dict[str, Any]) -> dict[str, Any]:
 def sched_burst(p: dict[str, Any]) -> dict[str, Any]:
     """One of several scheduler processes: at `start` (monotonic) move the clock to the slot
     every schedule shares and tick until nothing is due; report when this process finished."""
-    from onthedot.scheduler import Scheduler
 
     clock = ManualClock(T0)
     app = sched_app(p["url"], p["n"], clock, p.get("distinct", False))
-    sched = Scheduler(app, worker_id=f"bench-{os.getpid()}")
+    sched = app.scheduler(worker_id=f"bench-{os.getpid()}")
     sched.prepare()
     app.storage.db_now()  # connect before the clock starts
     print("READY", flush=True)

@@ -3,7 +3,7 @@
 Public API re-exports only; importing onthedot does no I/O.
 """
 
-from onthedot.app import App, JobFunction
+from onthedot.app import App
 from onthedot.clock import ManualClock, SystemClock
 from onthedot.context import JobContext, current_job
 from onthedot.domain.errors import (
@@ -21,6 +21,7 @@ from onthedot.domain.errors import (
 from onthedot.domain.jobs import Job, JobFilter, JobState
 from onthedot.domain.retry import Backoff
 from onthedot.domain.specs import SpecError, calendar, every
+from onthedot.jobs import JobFunction
 
 __version__ = "0.1.0"
 

@@ -1,197 +1,60 @@
-"""App: the registry of jobs and schedules, configuration, storage and events.
+"""App: the composition root. It builds the database handle, the clock, the events, the job
+registry, the in-process wake-ups and the schedule peers, and hands each only what it needs.
 
 Nothing touches the database at import or construction; storage opens on first use.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import inspect
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from onthedot.clock import Clock, SystemClock
-from onthedot.config import parse_database_url, resolve_database_url
+from onthedot.config import DatabaseConfig, resolve_database_url
+from onthedot.database import Database
+from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
-from onthedot.domain.errors import JobNotRegistered, SchemaOutOfDate
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
-from onthedot.domain.payload import encode_arguments
-from onthedot.domain.retry import Backoff, coerce_backoff
-from onthedot.domain.schedule import COMMAND_JOB
-from onthedot.observability.events import EventBus, JobEnqueued, LoggingSubscriber
-from onthedot.schedules import ScheduleRegistry
+from onthedot.domain.retry import Backoff
+from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
+from onthedot.observability.events import EventBus, LoggingSubscriber
+from onthedot.schedules.audit import AuditTrail
+from onthedot.schedules.command import run_command
+from onthedot.schedules.controls import OperatorControls
+from onthedot.schedules.facade import Schedules
+from onthedot.schedules.registry import ScheduleRegistry
+from onthedot.schedules.runtime import RuntimeSchedules
+from onthedot.schedules.scheduler import TICK_BATCH, Scheduler
+from onthedot.schedules.views import ScheduleViews
+from onthedot.wakeups import JobsListener, WakeupHub
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
+    from onthedot.worker.loop import Worker
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-ENQUEUE_OPTIONS = frozenset(
-    {"delay", "run_at", "priority", "queue", "unique_key", "connection", "max_attempts", "timeout"}
-)
+__all__ = ["App"]
 
 
-class JobFunction(Generic[P, R]):
-    """A registered job. Call it to run the function in-process; `.enqueue()` to run it in a
-    worker. Enqueue options (`delay`, `run_at`, `priority`, `queue`, `unique_key`,
-    `max_attempts`, `timeout`, `connection`) are keyword arguments of `enqueue`; a job whose own
-    parameters use one of those names passes its arguments with `enqueue_with(args, kwargs)`."""
+class _AppClock:
+    """The clock the components are handed. It forwards to `App.clock`, which may be replaced
+    after construction (a test fixture swapping in a ManualClock), so every component follows."""
 
-    def __init__(
-        self,
-        app: App,
-        fn: Callable[P, R],
-        *,
-        name: str,
-        queue: str,
-        priority: int,
-        max_attempts: int,
-        backoff: Backoff,
-        timeout: float | None,
-    ) -> None:
-        self.app = app
-        self.fn = fn
-        self.name = name
-        self.queue = queue
-        self.priority = priority
-        self.max_attempts = max_attempts
-        self.backoff = backoff
-        self.timeout = timeout
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.signature = inspect.signature(fn)
-        self._arity = _plain_arity(self.signature)
-        functools.update_wrapper(self, fn)
+    def __init__(self, clock: Clock) -> None:
+        self.target = clock
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.fn(*args, **kwargs)
+    def now(self) -> datetime:
+        return self.target.now()
 
-    def __repr__(self) -> str:
-        return f"<onthedot job {self.name!r}>"
+    def fixed_now(self) -> datetime | None:
+        return self.target.fixed_now()
 
-    # -- building jobs ----------------------------------------------------------------------
-    def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
-        """Raise TypeError/ValueError unless the arguments bind to the signature and are JSON
-        (within the size limit)."""
-        self._bind(args, kwargs)
-        encode_arguments(list(args), kwargs, f"job {self.name!r}")
-
-    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
-        arity = self._arity
-        if arity is not None and not kwargs and arity[0] <= len(args) <= arity[1]:
-            return  # plain positional parameters: counting is binding
-        try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"job {self.name!r}: {exc}") from None
-
-    def build(
-        self,
-        args: Sequence[Any] = (),
-        kwargs: dict[str, Any] | None = None,
-        **options: Any,
-    ) -> NewJob:
-        """Validate arguments and options (`delay`, `run_at`, `priority`, `queue`,
-        `unique_key`, `max_attempts`, `timeout`) and return the job to insert."""
-        return self._build(args, kwargs, self.job_options(**options))
-
-    def job_options(
-        self,
-        *,
-        delay: float | timedelta | str | None = None,
-        run_at: datetime | None = None,
-        priority: int | None = None,
-        queue: str | None = None,
-        unique_key: str | None = None,
-        max_attempts: int | None = None,
-        timeout: float | str | timedelta | None = None,
-    ) -> dict[str, Any]:
-        """The validated enqueue options, as NewJob fields (checked once per batch)."""
-        attempts = self.max_attempts if max_attempts is None else max_attempts
-        if attempts < 1:
-            raise ValueError(f"job {self.name!r}: max_attempts must be >= 1, got {attempts}")
-        if unique_key is not None and (not isinstance(unique_key, str) or not unique_key):
-            raise ValueError(f"job {self.name!r}: unique_key must be a non-empty string")
-        return {
-            "queue": _check_queue(self.queue if queue is None else queue),
-            "priority": _check_priority(self.priority if priority is None else priority),
-            "run_at": _run_at(self.app.clock, delay, run_at),
-            "max_attempts": attempts,
-            "timeout": self.timeout if timeout is None else _timeout(timeout),
-            "unique_key": unique_key,
-        }
-
-    def _build(
-        self, args: Sequence[Any], kwargs: dict[str, Any] | None, options: dict[str, Any]
-    ) -> NewJob:
-        kwargs = dict(kwargs) if kwargs else {}
-        args = list(args)
-        self._bind(args, kwargs)
-        args_json, kwargs_json = encode_arguments(args, kwargs, f"job {self.name!r}")
-        return NewJob(
-            self.name, args, kwargs, **options, args_json=args_json, kwargs_json=kwargs_json
-        )
-
-    # -- enqueueing -------------------------------------------------------------------------
-    def enqueue(self, *args: Any, **kwargs: Any) -> int:
-        """Validate and enqueue; return the job id (an existing job's id for a taken unique_key)."""
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
-        return self.enqueue_with(args, kwargs, **options)
-
-    def enqueue_with(
-        self,
-        args: Sequence[Any] = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        connection: Any = None,
-        **options: Any,
-    ) -> int:
-        """Enqueue with arguments given explicitly (for jobs whose parameters shadow options)."""
-        job = self.build(args, kwargs, **options)
-        return self.app.enqueue_jobs([job], connection=connection)[0]
-
-    async def aenqueue(self, *args: Any, **kwargs: Any) -> int:
-        """`enqueue` for async callers: the same storage verb, run off the event loop."""
-        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
-
-    def enqueue_many(
-        self,
-        calls: Iterable[Sequence[Any] | dict[str, Any] | tuple[Sequence[Any], dict[str, Any]]],
-        *,
-        connection: Any = None,
-        **options: Any,
-    ) -> list[int]:
-        """Enqueue many jobs in one round trip. Each item is a list/tuple of positional
-        arguments, a dict of keyword arguments, or an `(args, kwargs)` pair."""
-        fields = self.job_options(**options)
-        jobs: list[NewJob] = []
-        a: Sequence[Any]
-        k: dict[str, Any]
-        for call in calls:
-            if isinstance(call, dict):
-                a, k = (), call
-            elif (
-                isinstance(call, tuple)
-                and len(call) == 2
-                and isinstance(call[0], list | tuple)
-                and isinstance(call[1], dict)
-            ):
-                a, k = call[0], call[1]
-            elif isinstance(call, list | tuple):
-                a, k = call, {}
-            else:
-                raise TypeError(
-                    f"job {self.name!r}: enqueue_many items must be an args list, a kwargs dict "
-                    f"or an (args, kwargs) pair, got {type(call).__name__}"
-                )
-            jobs.append(self._build(a, k, fields))
-        return self.app.enqueue_jobs(jobs, connection=connection)
-
-    async def aenqueue_many(self, calls: Iterable[Any], **options: Any) -> list[int]:
-        return await asyncio.to_thread(self.enqueue_many, list(calls), **options)
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+        return self.target.sleep(seconds, wake)
 
 
 class App:
@@ -210,90 +73,77 @@ class App:
         pool_size: int = 10,
         log_events: bool = True,
     ) -> None:
-        self.database_url = resolve_database_url(database_url)
-        self.database = parse_database_url(self.database_url)
-        self.clock: Clock = clock or SystemClock()
+        self._database = Database(resolve_database_url(database_url), pool_size=pool_size)
+        self._clock = _AppClock(clock or SystemClock())
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
         self.retention = parse_duration(retention, what="retention")
         self.pool_size = pool_size
-        self.jobs: dict[str, JobFunction[Any, Any]] = {}
         self.events = EventBus()
         if log_events:
             self.events.subscribe(LoggingSubscriber())
-        self.schedules = ScheduleRegistry(self)
-        from onthedot.commands import run_command
-
+        self.wakeups = WakeupHub()
+        storage = self._database.storage  # each call opens (once) and checks the schema
+        clock = self._clock
+        self._enqueuer = Enqueuer(storage, clock, self.events, self.wakeups)
+        self.jobs = JobRegistry(self._enqueuer)
+        registry = ScheduleRegistry(self.jobs)
+        audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        views = ScheduleViews(storage, clock, registry)
+        self.schedules = Schedules(
+            registry,
+            RuntimeSchedules(storage, clock, registry, audit, views),
+            OperatorControls(
+                storage, clock, registry, audit, views, self.jobs, self._enqueuer.enqueue
+            ),
+            views,
+        )
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
-        self._local_wakeups: list[Callable[[set[str]], None]] = []
-        self._schedule_wakeups: list[Callable[[], None]] = []
-        self._storage: Storage | None = None
-        self._storage_lock = threading.Lock()
-        self._schema_checked = False
 
     def __repr__(self) -> str:
         return f"<onthedot.App {self.database.display}>"
 
+    @property
+    def clock(self) -> Clock:
+        """The app's clock (a ManualClock in tests); assigning it re-points every component."""
+        return self._clock.target
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self._clock.target = clock
+
+    @property
+    def database_url(self) -> str:
+        return self._database.url
+
+    @property
+    def database(self) -> DatabaseConfig:
+        return self._database.config
+
     def use_database(self, url: str) -> None:
         """Point the app at another database (before anything touched the current one)."""
-        if self._storage is not None:
-            raise RuntimeError("use_database() must be called before the database is used")
-        self.database_url = url
-        self.database = parse_database_url(url)
+        self._database.use(url)
 
     # -- storage ----------------------------------------------------------------------------
     @property
     def storage(self) -> Storage:
         """The storage, opened on first use. PostgreSQL must be migrated (`onthedot migrate`)."""
-        if self._storage is None:
-            with self._storage_lock:
-                if self._storage is None:
-                    from onthedot.storage import open_storage
-
-                    self._storage = open_storage(self.database_url, pool_size=self.pool_size)
-        if not self._schema_checked:
-            self.check_schema()
-        return self._storage
+        return self._database.storage()
 
     def raw_storage(self) -> Storage:
         """The storage without the schema check (for `migrate` and `health`)."""
-        if self._storage is None:
-            from onthedot.storage import open_storage
-
-            with self._storage_lock:
-                if self._storage is None:
-                    self._storage = open_storage(self.database_url, pool_size=self.pool_size)
-        return self._storage
+        return self._database.raw_storage()
 
     def check_schema(self) -> None:
         """Raise SchemaOutOfDate unless the database schema is current."""
-        storage = self.raw_storage()
-        if storage.backend == "sqlite":
-            storage.migrate()  # the zero-setup default migrates itself on first use
-        current, latest = storage.schema_version()
-        if current < latest:
-            raise SchemaOutOfDate(
-                f"database schema of {self.database.display} is at version {current}, this "
-                f"onthedot needs {latest}: run `onthedot migrate`"
-            )
-        if current > latest:
-            raise SchemaOutOfDate(
-                f"database schema of {self.database.display} is at version {current}, newer than "
-                f"this onthedot knows ({latest}): upgrade onthedot"
-            )
-        self._schema_checked = True
+        self._database.check_schema()
 
     def migrate(self) -> list[int]:
-        applied = self.raw_storage().migrate()
-        self._schema_checked = True
-        return applied
+        return self._database.migrate()
 
     def close(self) -> None:
-        if self._storage is not None:
-            self._storage.close()
-            self._storage = None
-            self._schema_checked = False
+        self._database.close()
 
     # -- jobs -------------------------------------------------------------------------------
     @overload
@@ -332,29 +182,17 @@ class App:
         the job is also declared as a schedule keyed by the job name."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
-            job_name = name or f"{f.__module__}.{f.__qualname__}"
-            if not job_name or not isinstance(job_name, str):
-                raise ValueError("job name must be a non-empty string")
-            if job_name in self.jobs and self.jobs[job_name].fn is not f:
-                raise ValueError(
-                    f"job name {job_name!r} is already registered to another function: "
-                    "give one of them an explicit name="
-                )
-            if max_attempts < 1:
-                raise ValueError(f"job {job_name!r}: max_attempts must be >= 1")
-            jf: JobFunction[P, R] = JobFunction(
-                self,
+            jf = self.jobs.register(
                 f,
-                name=job_name,
-                queue=_check_queue(queue),
-                priority=_check_priority(priority),
+                name=name,
+                queue=queue,
+                priority=priority,
                 max_attempts=max_attempts,
-                backoff=coerce_backoff(backoff),
-                timeout=_timeout(timeout),
+                backoff=backoff,
+                timeout=timeout,
             )
-            self.jobs[job_name] = jf
             if schedule is not None:
-                key = schedule_options.pop("key", job_name)
+                key = schedule_options.pop("key", jf.name)
                 self.schedule(key, schedule, jf, **schedule_options)
             return jf
 
@@ -363,28 +201,16 @@ class App:
         return register
 
     def resolve(self, name: str) -> JobFunction[Any, Any]:
-        try:
-            return self.jobs[name]
-        except KeyError:
-            raise JobNotRegistered(
-                f"no job named {name!r} is registered in this app (registered: "
-                f"{', '.join(sorted(self.jobs)) or 'none'})"
-            ) from None
+        """The job registered as `name` (JobNotRegistered otherwise)."""
+        return self.jobs.resolve(name)
 
     def enqueue(self, name: str, *args: Any, **kwargs: Any) -> int:
         """Enqueue a registered job by name."""
         return self.resolve(name).enqueue(*args, **kwargs)
 
-    def enqueue_jobs(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
-        ids = self.storage.enqueue(jobs, now=self.clock.fixed_now(), connection=connection)
-        if self._local_wakeups and connection is None:
-            queues = {job.queue for job in jobs}
-            for wake in list(self._local_wakeups):
-                wake(queues)
-        if self.events.wants(JobEnqueued):
-            for job_id, job in zip(ids, jobs, strict=True):
-                self.events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
-        return ids
+    def enqueue_jobs(self, jobs: Sequence[NewJob], *, connection: Connection = None) -> list[int]:
+        """Insert built jobs (see `JobFunction.build`); return their ids in order."""
+        return self._enqueuer.enqueue(jobs, connection=connection)
 
     # -- reading and operating on jobs --------------------------------------------------------
     def get_job(self, job_id: int) -> Job | None:
@@ -408,55 +234,40 @@ class App:
     # -- schedules --------------------------------------------------------------------------
     def schedule(
         self, key: str | None, spec: Any, job: Any = None, /, *args: Any, **kwargs: Any
-    ) -> Any:
+    ) -> Declaration:
         """Declare a schedule in code (see `ScheduleRegistry.declare`)."""
         return self.schedules.declare(key, spec, job, *args, **kwargs)
 
+    def scheduler(
+        self,
+        *,
+        worker_id: str = "scheduler",
+        stopping: threading.Event | None = None,
+        batch: int = TICK_BATCH,
+    ) -> Scheduler:
+        """Build a Scheduler over this app's storage, declarations and jobs (a worker's, or
+        `onthedot.testing.tick`'s)."""
+        return Scheduler(
+            self.raw_storage(),
+            self.schedules.registry,
+            self.jobs,
+            clock=self._clock,
+            events=self.events,
+            wakeups=self.wakeups,
+            lease=self.lease,
+            worker_id=worker_id,
+            stopping=stopping,
+            batch=batch,
+        )
+
     # -- workers ----------------------------------------------------------------------------
-    def worker(self, **options: Any) -> Any:
+    def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
         from onthedot.worker.loop import Worker
 
         return Worker(self, **options)
 
-
-def _run_at(clock: Clock, delay: Any, run_at: datetime | None) -> datetime | None:
-    if delay is not None and run_at is not None:
-        raise ValueError("give either delay or run_at, not both")
-    if run_at is not None:
-        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
-            raise ValueError(f"run_at must be an aware datetime (with tzinfo), got {run_at!r}")
-        return run_at.astimezone(UTC)
-    if delay is None:
-        return None
-    seconds = parse_duration(delay, what="delay", allow_zero=True).total_seconds()
-    return clock.now() + timedelta(seconds=seconds) if seconds > 0 else None
-
-
-def _plain_arity(signature: inspect.Signature) -> tuple[int, int] | None:
-    """(required, total) when every parameter is positional-or-keyword, else None."""
-    params = list(signature.parameters.values())
-    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
-        return None
-    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
-    return required, len(params)
-
-
-def _check_queue(queue: str) -> str:
-    if not isinstance(queue, str) or not queue or len(queue) > 100 or "," in queue:
-        raise ValueError(f"invalid queue name {queue!r}: use 1-100 characters without commas")
-    return queue
-
-
-def _check_priority(priority: int) -> int:
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise TypeError(f"priority must be an int, got {priority!r}")
-    if not -1_000_000 <= priority <= 1_000_000:
-        raise ValueError(f"priority {priority} is out of range -1000000..1000000")
-    return priority
-
-
-def _timeout(value: float | str | timedelta | None) -> float | None:
-    if value is None:
-        return None
-    return parse_duration(value, what="timeout").total_seconds()
+    @property
+    def _local_wakeups(self) -> list[JobsListener]:
+        # Transitional, for worker/loop.py until it registers with `wakeups.on_jobs`.
+        return self.wakeups._jobs

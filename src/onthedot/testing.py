@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from onthedot.clock import ManualClock
-from onthedot.schedules import ScheduleRegistry
+from onthedot.schedules.facade import Schedules
 
 if TYPE_CHECKING:
     from onthedot.app import App
-    from onthedot.scheduler import Scheduler
+    from onthedot.schedules.scheduler import Scheduler
 
 __all__ = ["FiredSlot", "ManualClock", "drain", "scheduler_for", "slots_between", "tick"]
 
@@ -64,15 +64,13 @@ def scheduler_for(app: App, *, now: datetime | None = None) -> Scheduler:
     (first sight). When the declarations change afterwards (a schedule added, removed or edited),
     the next call prepares and syncs again, as a deploy of the new code would.
     """
-    from onthedot.scheduler import Scheduler
-
     with _lock:
         code_hash = app.schedules.code_hash()
         entry: _Entry | None = getattr(app, _ATTRIBUTE, None)
         # After app.close() the app opens a new storage: a scheduler holding the old is stale.
         stale = entry is not None and entry.scheduler.storage is not app.raw_storage()
         if entry is None or entry.code_hash != code_hash or stale:
-            scheduler = Scheduler(app, worker_id="onthedot.testing")
+            scheduler = app.scheduler(worker_id="onthedot.testing")
             scheduler.prepare()
             scheduler.sync(now=now)
             entry = _Entry(scheduler, code_hash)
@@ -103,7 +101,7 @@ def tick(app: App, now: datetime | None = None) -> list[FiredSlot]:
 
 
 def slots_between(
-    schedules: App | ScheduleRegistry,
+    schedules: App | Schedules,
     key: str,
     start: datetime,
     end: datetime,
@@ -116,7 +114,7 @@ def slots_between(
     This is the timing alone: it ignores the ledger, catch-up and overlap policies (what a
     tick actually enqueues is what `tick` returns). `schedules` is an App or `app.schedules`.
     """
-    registry = schedules if isinstance(schedules, ScheduleRegistry) else schedules.schedules
+    registry = schedules if isinstance(schedules, Schedules) else schedules.schedules
     sched = registry.declared().get(key)
     if sched is None:
         sched = registry.get_definition(key)  # a runtime schedule, read from the database

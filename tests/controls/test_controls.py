@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from onthedot import App, JobState, ManualClock, ScheduleError
-from onthedot.operations import BACKFILL_BOUND
+from onthedot.schedules.controls import BACKFILL_BOUND
 from onthedot.testing import tick
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from onthedot.domain.definitions import ScheduleDef
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import LedgerRow, PlannedSlot, SlotOutcome, TickPlan
-from onthedot.domain.schedule import ScheduleDef
 from onthedot.domain.slots import decide, jitter_offset, plan_sync
 from onthedot.domain.specs import parse_spec
 

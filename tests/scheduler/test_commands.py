@@ -9,8 +9,8 @@ import sys
 from datetime import timedelta
 
 from onthedot import JobState
-from onthedot.commands import OUTPUT_TAIL
-from onthedot.domain.schedule import COMMAND_JOB
+from onthedot.domain.definitions import COMMAND_JOB
+from onthedot.schedules.command import OUTPUT_TAIL
 from onthedot.testing import drain, tick
 from tests.scheduler.helpers import MakeApp, clock_of, utc
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 from onthedot.testing import scheduler_for, tick
 from tests.scheduler.helpers import MakeApp, clock_of, row, utc
 

@@ -9,7 +9,6 @@ import pytest
 
 from onthedot import App, ScheduleError
 from onthedot.observability.events import SchedulerFenced
-from onthedot.scheduler import Scheduler
 from onthedot.storage.interface import WorkerInfo
 from onthedot.testing import scheduler_for, tick
 from tests.scheduler.helpers import MakeApp, history, job_slots, row, utc
@@ -155,7 +154,7 @@ def test_older_code_is_fenced_while_newer_code_is_alive(make_app: MakeApp) -> No
     old = deploy(make_app, T0, lambda a: a.schedule("k", "every 10s", "work"))
     tick(old)
     new = deploy(make_app, T0, lambda a: a.schedule("k", "every 7s", "work"))
-    newer = Scheduler(new, worker_id="new-worker")
+    newer = new.scheduler(worker_id="new-worker")
     generation = newer.prepare()
     info = WorkerInfo("new-worker", "host", 1, ("default",), 1, True, generation)
     new.storage.register_worker(info, now=T0 + s(50))
@@ -218,7 +217,7 @@ def test_a_fenced_scheduler_stays_fenced_while_idle(make_app: MakeApp) -> None:
     old.events.subscribe(lambda e: events.append(e.fenced), SchedulerFenced)
     tick(old)
     new = deploy(make_app, T0, lambda a: a.schedule("k", "0 0 1 6 *", "work"))
-    newer = Scheduler(new, worker_id="new-worker")
+    newer = new.scheduler(worker_id="new-worker")
     info = WorkerInfo("new-worker", "host", 1, ("default",), 1, True, newer.prepare())
     new.storage.register_worker(info, now=T0 + s(10))
     newer.sync(now=T0 + s(10))

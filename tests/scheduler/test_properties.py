@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
 from onthedot.testing import tick
 from tests.scheduler.helpers import history, job_slots, utc
 from tests.scheduler.slot_rules import (
@@ -59,7 +58,7 @@ def build(url: str, start: datetime, keyed: list[tuple[str, SlotRule, str]]) -> 
 
 
 def run_scheduler(app: App, times: list[datetime], go: threading.Barrier) -> None:
-    scheduler = Scheduler(app, worker_id=f"sched-{uuid.uuid4().hex[:6]}")
+    scheduler = app.scheduler(worker_id=f"sched-{uuid.uuid4().hex[:6]}")
     scheduler.prepare()
     go.wait(JOIN_TIMEOUT)
     assert isinstance(app.clock, ManualClock)

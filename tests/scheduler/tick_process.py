@@ -12,7 +12,6 @@ import sys
 from datetime import datetime
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
 
 
 def main(config_text: str) -> None:
@@ -22,7 +21,7 @@ def main(config_text: str) -> None:
     app.job(name="work")(lambda: None)
     for key, text, zone in config["specs"]:
         app.schedule(key, text, "work", timezone=zone, catchup="all", catchup_window="1d")
-    scheduler = Scheduler(app, worker_id=f"process-{config['index']}")
+    scheduler = app.scheduler(worker_id=f"process-{config['index']}")
     scheduler.prepare()
     scheduler.sync()
     print("ready", flush=True)

@@ -19,7 +19,7 @@ from onthedot.cli.context import (
 )
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import iso
-from onthedot.runtime import default_actor
+from onthedot.schedules.audit import default_actor
 
 F = TypeVar("F", bound=Callable[..., None])
 

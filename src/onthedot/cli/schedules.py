@@ -13,7 +13,6 @@ from onthedot.cli.schedule_controls import COMMANDS as CONTROLS
 from onthedot.clock import SystemClock
 from onthedot.domain.jobs import iso
 from onthedot.domain.specs import load_timezone, parse_spec
-from onthedot.explain import explain
 
 
 @click.command()
@@ -94,7 +93,7 @@ def schedules_list(ctx: Context, as_json: bool) -> None:
 @handle_errors
 def schedules_explain(ctx: Context, key: str) -> None:
     """Why KEY did or did not fire."""
-    click.echo(explain(ctx.app(), key))
+    click.echo(ctx.app().schedules.explain(key))
 
 
 @schedules.command("history")

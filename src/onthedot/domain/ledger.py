@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from onthedot.domain.definitions import ScheduleDef
 from onthedot.domain.jobs import NewJob, iso
-from onthedot.domain.schedule import ScheduleDef
 
 
 class SlotOutcome:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from onthedot.domain.definitions import ScheduleDef
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import (
     JobTemplate,
@@ -22,7 +23,6 @@ from onthedot.domain.ledger import (
     TickPlan,
     TickRow,
 )
-from onthedot.domain.schedule import ScheduleDef
 
 
 def jitter_offset(key: str, slot: datetime, jitter: timedelta) -> timedelta:

@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 from starlette.responses import Response
 from starlette.routing import Route
 
+from onthedot.domain.definitions import MAX_KEY_LENGTH, ScheduleDef
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
-from onthedot.domain.schedule import MAX_KEY_LENGTH, ScheduleDef
-from onthedot.operations import BACKFILL_BOUND
+from onthedot.schedules.controls import BACKFILL_BOUND
 from onthedot.web.charts import timeline
 from onthedot.web.forms import (
     BadInput,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from onthedot import App, ManualClock
-from onthedot.scheduler import Scheduler
+from onthedot.schedules.scheduler import Scheduler
 from onthedot.storage.interface import WorkerInfo
 
 
@@ -19,7 +19,7 @@ def make(db_url: str, spec: str) -> tuple[App, ManualClock, Scheduler]:
     def work() -> None: ...
 
     app.schedule("report", spec, work)
-    scheduler = Scheduler(app, worker_id="old")
+    scheduler = app.scheduler(worker_id="old")
     scheduler.prepare()
     scheduler.sync()
     return app, clock, scheduler

@@ -12,16 +12,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
+from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.ledger import DueRow, SlotOutcome, SyncReport, TickPlan
 from onthedot.domain.slots import Decider, plan_sync
 from onthedot.observability.events import (
     DatabaseError,
+    EventBus,
     LedgerRepaired,
     SchedulerFenced,
     SlotEnqueued,
@@ -29,11 +31,13 @@ from onthedot.observability.events import (
     SlotSkipped,
     SlotsMissed,
 )
-from onthedot.storage.interface import TickResult
+from onthedot.storage.interface import Storage, TickResult
+from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
-    from onthedot.app import App
-    from onthedot.domain.schedule import ScheduleDef
+    from onthedot.domain.definitions import ScheduleDef
+    from onthedot.domain.ledger import LedgerRow
+    from onthedot.jobs import JobFunction
 
 log = logging.getLogger("onthedot.scheduler")
 
@@ -43,17 +47,40 @@ NAP = 0.02  # seconds: due rows are held by another scheduler (or by newer code)
 CHECK_EVERY = 60.0  # seconds between checks that every declared schedule has its ledger row
 
 
+class Definitions(Protocol):
+    """What the scheduler reads of the schedule registry."""
+
+    def declared(self) -> dict[str, ScheduleDef]: ...
+
+    def code_hash(self) -> str: ...
+
+    def definition_for(self, row: LedgerRow) -> ScheduleDef | None: ...
+
+
 class Scheduler:
+    """One process's scheduler: `prepare`, `sync`, then `run` (or `tick` from tests)."""
+
     def __init__(
         self,
-        app: App,
+        storage: Storage,
+        definitions: Definitions,
+        jobs: Mapping[str, JobFunction[Any, Any]],
         *,
+        clock: Clock,
+        events: EventBus,
+        wakeups: WakeupHub,
+        lease: float,
         worker_id: str = "scheduler",
         stopping: threading.Event | None = None,
         batch: int = TICK_BATCH,
     ) -> None:
-        self.app = app
-        self.storage = app.raw_storage()
+        self.storage = storage
+        self.definitions = definitions
+        self.jobs = jobs
+        self.clock = clock
+        self.events = events
+        self.wakeups = wakeups
+        self.lease = lease
         self.worker_id = worker_id
         self.batch = batch
         self.generation = 0
@@ -61,7 +88,6 @@ class Scheduler:
         self.wake = threading.Event()
         self._stop = threading.Event()
         self._stopping = stopping or self._stop
-        self.ticks = 0
         self._skip_for: dict[str, ScheduleDef] | None = None
         self._skip_list: list[str] = []
         self._decider = Decider()
@@ -72,9 +98,9 @@ class Scheduler:
         """Validate the declarations (raise ScheduleError with every problem) and find this
         code's generation. What deciding derives from each declaration (fingerprint, job
         template) is computed here, once, rather than by the first tick that meets it."""
-        declared = self.app.schedules.declared()
-        self.generation = self.storage.code_generation(self.app.schedules.code_hash())
-        jobs = self.app.jobs
+        declared = self.definitions.declared()
+        self.generation = self.storage.code_generation(self.definitions.code_hash())
+        jobs = self.jobs
         with self._decider_lock:
             for sched in declared.values():
                 self._decider.learn(sched, jobs.get(sched.job))
@@ -83,16 +109,16 @@ class Scheduler:
     def sync(self, *, now: datetime | None = None) -> SyncReport:
         """Reconcile the ledger with the declarations (first sight, timing changes, removals).
         `now` replaces the clock's time (a test hook; None: the app's clock decides)."""
-        declared = self.app.schedules.declared()
+        declared = self.definitions.declared()
         report = self.storage.sync_declared(
             generation=self.generation,
-            fence_ttl=self.app.lease,
+            fence_ttl=self.lease,
             plan=lambda now, rows: plan_sync(now, rows, declared, self.generation),
-            now=now or self.app.clock.fixed_now(),
+            now=now or self.clock.fixed_now(),
             keys=list(declared),
         )
         self._set_fenced(report.fenced)
-        events = self.app.events
+        events = self.events
         for row in report.restarts:
             events.emit(LedgerRepaired(row.key, row.repaired_reason or "restarted"))
         for key in report.removals:
@@ -113,19 +139,18 @@ class Scheduler:
         Returns each transaction's result, without its `plans`: they are acted upon (events
         emitted) batch by batch, and a burst of 100k slots need not keep 100k plans alive."""
         results = []
-        skip_keys = self._skip_keys(self.app.schedules.declared())
+        skip_keys = self._skip_keys(self.definitions.declared())
         full = False
         while True:
             result = self.storage.tick(
                 self._decide,
                 generation=self.generation,
-                fence_ttl=self.app.lease,
+                fence_ttl=self.lease,
                 limit=self.batch,
-                now=now or self.app.clock.fixed_now(),
+                now=now or self.clock.fixed_now(),
                 skip_keys=skip_keys,
                 expect_due=full,
             )
-            self.ticks += 1
             if result.fenced != self.fenced:
                 was = self.fenced
                 self._set_fenced(result.fenced)
@@ -146,9 +171,9 @@ class Scheduler:
         return self._skip_list
 
     def _decide(self, now: datetime, rows: Iterable[DueRow]) -> list[TickPlan]:
-        schedules = self.app.schedules
+        schedules = self.definitions
         declared = schedules.declared()
-        jobs = self.app.jobs
+        jobs = self.jobs
         decide = self._decider
         plans = []
         with self._decider_lock:  # the decider's caches are not thread-safe
@@ -174,7 +199,7 @@ class Scheduler:
         return plans
 
     def _emit(self, result: TickResult) -> None:
-        events = self.app.events
+        events = self.events
         enqueued = events.wants(SlotEnqueued)
         for rec in result.recorded:
             if rec.outcome == SlotOutcome.SKIPPED_OVERLAP:
@@ -192,35 +217,30 @@ class Scheduler:
                 events.emit(LedgerRepaired(plan.key, plan.repair.repaired_reason or "repaired"))
             if plan.remove:
                 events.emit(LedgerRepaired(plan.key, "no longer declared in code: stopped"))
-        if result.recorded and self.app._local_wakeups:
-            queues = {q for q in self._queues_of(result)}
-            for wake in list(self.app._local_wakeups):
-                wake(queues)
+        if result.recorded:
+            self.wakeups.jobs_added(self._queues_of(result))  # read only when someone listens
 
     @staticmethod
-    def _queues_of(result: TickResult) -> set[str]:
-        queues = set()
+    def _queues_of(result: TickResult) -> Iterator[str]:
         for p in result.plans:
             for s in p.slots:
                 if s.template is not None:  # the job's queue without building the job
-                    queues.add(s.template.queue)
+                    yield s.template.queue
                 elif s.job is not None:
-                    queues.add(s.job.queue)
-        return queues
+                    yield s.job.queue
 
     def _set_fenced(self, fenced: bool) -> None:
         if fenced != self.fenced:
             self.fenced = fenced
-            self.app.events.emit(SchedulerFenced(self.worker_id, self.generation, fenced))
+            self.events.emit(SchedulerFenced(self.worker_id, self.generation, fenced))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> None:
-        self.app._schedule_wakeups.append(self.wake.set)
+        unlisten = self.wakeups.on_schedules_changed(self.wake.set)
         try:
             self._loop()
         finally:
-            if self.wake.set in self.app._schedule_wakeups:
-                self.app._schedule_wakeups.remove(self.wake.set)
+            unlisten()
 
     def step(self) -> float:
         """One iteration of the loop: tick, then return how long to sleep (seconds), from the
@@ -248,14 +268,14 @@ class Scheduler:
             except OnthedotError as exc:
                 errors += 1
                 delay = min(0.1 * 2 ** min(errors, 10), 10.0)
-                self.app.events.emit(DatabaseError("scheduler", str(exc), delay))
+                self.events.emit(DatabaseError("scheduler", str(exc), delay))
             except Exception:
                 errors += 1
                 delay = min(0.1 * 2 ** min(errors, 10), 10.0)
                 log.exception("scheduler tick failed; retrying in %.1fs", delay)
             sleep = min(max(delay, 0.0), MAX_SLEEP)
             if sleep > 0:
-                self.app.clock.sleep(sleep, self.wake)
+                self.clock.sleep(sleep, self.wake)
                 self.wake.clear()
 
     def check_ledger(self) -> None:
@@ -263,11 +283,11 @@ class Scheduler:
         hand, restored from an old backup). One count query while all is well."""
         if self.fenced:
             return
-        declared = self.app.schedules.declared()
+        declared = self.definitions.declared()
         if declared and self.storage.count_live_code_rows(list(declared)) != len(declared):
             report = self.sync()
             for row in report.inserts:
-                self.app.events.emit(LedgerRepaired(row.key, "ledger row was missing: recreated"))
+                self.events.emit(LedgerRepaired(row.key, "ledger row was missing: recreated"))
 
     def stop(self) -> None:
         self._stop.set()

@@ -6,24 +6,25 @@ declared schedules, and take effect at the next tick of any worker.
 
 from __future__ import annotations
 
-import getpass
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from onthedot.domain.errors import ScheduleError
-from onthedot.domain.ledger import AuditEntry, LedgerRow
-from onthedot.domain.schedule import (
+from onthedot.clock import Clock
+from onthedot.domain.definitions import (
     Declaration,
     Problem,
     ScheduleDef,
     definition_to_declaration,
-    validate,
 )
-from onthedot.observability.events import ScheduleChanged
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.ledger import LedgerRow
 
 if TYPE_CHECKING:
-    from onthedot.app import App
+    from onthedot.schedules.audit import AuditTrail
+    from onthedot.schedules.registry import ScheduleRegistry
+    from onthedot.schedules.views import ScheduleViews
     from onthedot.storage.interface import Storage
 
 POLICY_FIELDS = (
@@ -42,65 +43,27 @@ POLICY_FIELDS = (
 )
 
 
-def default_actor() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in this environment (containers)
-        return "unknown"
-
-
 class RuntimeSchedules:
-    """Mixed into `app.schedules`."""
+    """Create, update and delete runtime schedules; each change is audited."""
 
-    app: App
-
-    if TYPE_CHECKING:  # provided by ScheduleRegistry
-
-        def declared(self) -> dict[str, ScheduleDef]: ...
-
-        def view(
-            self, row: LedgerRow | None, sched: ScheduleDef | None, now: datetime
-        ) -> dict[str, Any]: ...
-
-        def views(self) -> list[dict[str, Any]]: ...
-
-        def definition_for(self, row: LedgerRow) -> ScheduleDef | None: ...
-
-    # -- helpers ----------------------------------------------------------------------------
-    @property
-    def _storage(self) -> Storage:
-        return self.app.storage
-
-    def _now(self) -> datetime:
-        return self.app.clock.fixed_now() or self._storage.db_now()
-
-    def _audit(
+    def __init__(
         self,
-        action: str,
-        key: str,
-        actor: str | None,
-        note: str | None = None,
-        details: dict[str, Any] | None = None,
+        storage: Callable[[], Storage],
+        clock: Clock,
+        registry: ScheduleRegistry,
+        audit: AuditTrail,
+        views: ScheduleViews,
     ) -> None:
-        who = actor or default_actor()
-        self._storage.add_audit(
-            AuditEntry(
-                actor=who,
-                action=action,
-                key=key,
-                note=note,
-                details=details,
-                at=self.app.clock.fixed_now(),
-            )
-        )
-        self.app.events.emit(ScheduleChanged(key=key, action=action, actor=who, note=note))
-        for wake in list(self.app._schedule_wakeups):
-            wake()
+        self._storage = storage
+        self._clock = clock
+        self._registry = registry
+        self._audit = audit
+        self._views = views
 
     def _validated(self, decl: Declaration) -> ScheduleDef:
-        sched, problems = validate(decl, self.app.jobs)
+        sched, problems = self._registry.validate(decl)
         errors = [p for p in problems if p.level == "error"]
-        if decl.key in self.declared():
+        if decl.key in self._registry.declared():
             errors.append(
                 Problem(decl.key, "the key belongs to a schedule declared in code; pick another")
             )
@@ -110,21 +73,10 @@ class RuntimeSchedules:
             )
         return sched
 
-    def _row(self, key: str) -> LedgerRow:
-        row = self._storage.get_schedule_row(key)
-        if row is None:
-            if key in self.declared():
-                raise ScheduleError(
-                    f"schedule {key!r} is declared in code but no worker has started with it "
-                    "yet: start a worker (or run onthedot.testing.tick) first"
-                )
-            raise ScheduleError(f"no schedule with key {key!r}")
-        return row
-
     def _dynamic_row(self, key: str, verb: str) -> LedgerRow:
-        row = self._storage.get_schedule_row(key)
+        row = self._storage().get_schedule_row(key)
         if row is None:
-            if key in self.declared():
+            if key in self._registry.declared():
                 raise ScheduleError(
                     f"cannot {verb} {key!r}: it is declared in code; change the code instead"
                 )
@@ -157,19 +109,21 @@ class RuntimeSchedules:
             )
         if (
             isinstance(key, str)
-            and key not in self.declared()
-            and self._storage.get_schedule_row(key) is not None
+            and key not in self._registry.declared()
+            and self._storage().get_schedule_row(key) is not None
         ):
             raise ScheduleError(f"schedule {key!r} already exists: use update() or another key")
         decl = Declaration(
             key=key, spec=spec, job=job, args=args, kwargs=kwargs, source="dynamic", **policies
         )
         sched = self._validated(decl)
-        now = self._now()
+        now = self._views.now()
         row = self._dynamic_ledger_row(sched, cursor=now, reason="created")
-        self._storage.upsert_dynamic(row, create=True, now=self.app.clock.fixed_now())
-        self._audit("created", key, actor, details={"spec": row.spec, **(row.definition or {})})
-        return self.get(key)
+        self._storage().upsert_dynamic(row, create=True, now=self._clock.fixed_now())
+        self._audit.record(
+            "created", key, actor, details={"spec": row.spec, **(row.definition or {})}
+        )
+        return self._views.get(key)
 
     def update(self, key: str, *, actor: str | None = None, **changes: Any) -> dict[str, Any]:
         """Change a runtime schedule. A timing change (spec or time zone) restarts its cursor at
@@ -192,7 +146,7 @@ class RuntimeSchedules:
         decl = Declaration(key=key, source="dynamic", **fields)
         sched = self._validated(decl)
         timing_changed = sched.fingerprint != row.fingerprint
-        cursor = self._now() if timing_changed else row.cursor
+        cursor = self._views.now() if timing_changed else row.cursor
         new_row = self._dynamic_ledger_row(
             sched, cursor=cursor, reason="timing changed" if timing_changed else row.repaired_reason
         )
@@ -200,8 +154,8 @@ class RuntimeSchedules:
             new_row = replace(new_row, next_due_at=row.next_due_at)
         if row.paused:
             new_row = replace(new_row, next_due_at=row.paused_until)
-        self._storage.upsert_dynamic(new_row, create=False, now=self.app.clock.fixed_now())
-        self._audit(
+        self._storage().upsert_dynamic(new_row, create=False, now=self._clock.fixed_now())
+        self._audit.record(
             "updated",
             key,
             actor,
@@ -210,32 +164,17 @@ class RuntimeSchedules:
                 "timing_changed": timing_changed,
             },
         )
-        return self.get(key)
+        return self._views.get(key)
 
     def delete(self, key: str, *, keep_jobs: bool = False, actor: str | None = None) -> int:
         """Delete a runtime schedule at once. Its queued (not running) jobs are cancelled unless
         `keep_jobs`; returns how many were cancelled."""
         self._dynamic_row(key, "delete")
-        cancelled = self._storage.delete_schedule(key, cancel_queued=not keep_jobs)
-        self._audit(
+        cancelled = self._storage().delete_schedule(key, cancel_queued=not keep_jobs)
+        self._audit.record(
             "deleted", key, actor, details={"cancelled_jobs": cancelled, "kept_jobs": keep_jobs}
         )
         return cancelled
-
-    def get(self, key: str) -> dict[str, Any]:
-        """One schedule (declared or runtime) as the JSON object `schedules list` shows."""
-        row = self._storage.get_schedule_row(key)
-        declared = self.declared()
-        if row is None and key not in declared:
-            raise ScheduleError(f"no schedule with key {key!r}")
-        sched = (
-            declared.get(key) if row is None or row.source == "code" else (self.definition_for(row))
-        )
-        return self.view(row, sched, self._now())
-
-    def list(self) -> list[dict[str, Any]]:
-        """Every schedule, declared and runtime."""
-        return self.views()
 
     def _dynamic_ledger_row(
         self, sched: ScheduleDef, *, cursor: datetime, reason: str | None

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import iso
 
 if TYPE_CHECKING:
-    from onthedot.app import App
+    from onthedot.schedules.registry import ScheduleRegistry
+    from onthedot.storage.interface import Storage
 
 
-def explain(app: App, key: str) -> str:
-    registry = app.schedules
-    storage = app.storage
-    now = app.clock.fixed_now() or storage.db_now()
+def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: str) -> str:
+    """The explanation of schedule `key` at `now`: its definition, ledger row, next slots,
+    recent history, and a verdict."""
     declared = registry.declared()
     row = storage.get_schedule_row(key)
     sched = declared.get(key)

@@ -7,19 +7,26 @@ restarts and deploys; `reset` clears it back to what the code says.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
-from onthedot.domain.jobs import iso
+from onthedot.domain.jobs import NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
-from onthedot.runtime import RuntimeSchedules, default_actor
+from onthedot.schedules.audit import default_actor
 
 if TYPE_CHECKING:
+    from onthedot.domain.definitions import ScheduleDef
     from onthedot.domain.ledger import LedgerRow
-    from onthedot.domain.schedule import ScheduleDef
+    from onthedot.jobs import JobFunction
+    from onthedot.schedules.audit import AuditTrail
+    from onthedot.schedules.registry import ScheduleRegistry
+    from onthedot.schedules.views import ScheduleViews
+    from onthedot.storage.interface import Storage
 
 BACKFILL_BOUND = 1000  # a real backfill of more slots needs force=True
 
@@ -48,11 +55,43 @@ class BackfillResult:
         }
 
 
-class OperatorControls(RuntimeSchedules):
-    """Mixed into `app.schedules`."""
+class OperatorControls:
+    """The operator's verbs on any schedule; each action is audited."""
+
+    def __init__(
+        self,
+        storage: Callable[[], Storage],
+        clock: Clock,
+        registry: ScheduleRegistry,
+        audit: AuditTrail,
+        views: ScheduleViews,
+        jobs: Mapping[str, JobFunction[Any, Any]],
+        enqueue: Callable[[Sequence[NewJob]], list[int]],
+    ) -> None:
+        self._storage = storage
+        self._clock = clock
+        self._registry = registry
+        self._audit = audit
+        self._views = views
+        self._jobs = jobs
+        self._enqueue = enqueue
+
+    def _row(self, key: str) -> LedgerRow:
+        row = self._storage().get_schedule_row(key)
+        if row is None:
+            if key in self._registry.declared():
+                raise ScheduleError(
+                    f"schedule {key!r} is declared in code but no worker has started with it "
+                    "yet: start a worker (or run onthedot.testing.tick) first"
+                )
+            raise ScheduleError(f"no schedule with key {key!r}")
+        return row
 
     def _definition(self, key: str, row: LedgerRow) -> ScheduleDef:
-        sched = self.declared().get(key) if row.source == "code" else self.definition_for(row)
+        registry = self._registry
+        sched = (
+            registry.declared().get(key) if row.source == "code" else registry.definition_for(row)
+        )
         if sched is None:
             raise ScheduleError(f"schedule {key!r} is not valid in this code")
         return sched
@@ -68,13 +107,13 @@ class OperatorControls(RuntimeSchedules):
         """No slot fires until resumed (or until `until`, when it resumes by itself). Slots
         falling in the pause are counted as missed."""
         self._row(key)
-        now = self._now()
+        now = self._views.now()
         if until is not None:
             until = _aware(until, "until")
             if until <= now:
                 raise ScheduleError(f"pause until {iso(until)} is not in the future")
         who = actor or default_actor()
-        self._storage.update_operator_state(
+        self._storage().update_operator_state(
             key,
             {
                 "paused": True,
@@ -84,10 +123,10 @@ class OperatorControls(RuntimeSchedules):
                 "paused_at": now,
                 "next_due_at": until,
             },
-            now=self.app.clock.fixed_now(),
+            now=self._clock.fixed_now(),
         )
-        self._audit("paused", key, who, note, {"until": iso(until)})
-        return self.get(key)
+        self._audit.record("paused", key, who, note, {"until": iso(until)})
+        return self._views.get(key)
 
     def resume(
         self, key: str, *, catchup: bool = False, note: str | None = None, actor: str | None = None
@@ -98,14 +137,14 @@ class OperatorControls(RuntimeSchedules):
         if not row.paused:
             raise ScheduleError(f"schedule {key!r} is not paused")
         sched = self._definition(key, row)
-        now = self._now()
+        now = self._views.now()
         if catchup:
             changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
         else:
             changes = _end_pause(row, sched, now)
-        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
-        self._audit("resumed", key, actor, note, {"catchup": catchup})
-        return self.get(key)
+        self._storage().update_operator_state(key, changes, now=self._clock.fixed_now())
+        self._audit.record("resumed", key, actor, note, {"catchup": catchup})
+        return self._views.get(key)
 
     def skip(
         self,
@@ -119,7 +158,7 @@ class OperatorControls(RuntimeSchedules):
         outcome `skipped_operator`, and the unique key stops it from being enqueued."""
         row = self._row(key)
         sched = self._definition(key, row)
-        now = self._now()
+        now = self._views.now()
         floor = max(now, row.cursor)
         if slot is None:
             taken = self._future_skips(key, floor)
@@ -131,7 +170,7 @@ class OperatorControls(RuntimeSchedules):
         else:
             target = self._check_future_slot(key, sched, _aware(slot, "slot"), floor)
         who = actor or default_actor()
-        recorded = self._storage.record_slots(
+        recorded = self._storage().record_slots(
             [
                 SlotRecord(
                     key,
@@ -139,14 +178,14 @@ class OperatorControls(RuntimeSchedules):
                     SlotOutcome.SKIPPED_OPERATOR,
                     actor=who,
                     note=note,
-                    recorded_at=self.app.clock.fixed_now(),
+                    recorded_at=self._clock.fixed_now(),
                 )
             ],
             [None],
         )
         if not recorded:
             raise ScheduleError(f"slot {iso(target)} of {key!r} is already in the history")
-        self._audit("skipped", key, who, note, {"slot": iso(target)})
+        self._audit.record("skipped", key, who, note, {"slot": iso(target)})
         return target
 
     def unskip(
@@ -155,19 +194,19 @@ class OperatorControls(RuntimeSchedules):
         """Remove an operator skip while the slot is still in the future."""
         row = self._row(key)
         slot = _aware(slot, "slot")
-        if slot <= max(self._now(), row.cursor):
+        if slot <= max(self._views.now(), row.cursor):
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future any more")
-        if not self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR):
+        if not self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR):
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not skipped")
-        self._audit("unskipped", key, actor, note, {"slot": iso(slot)})
+        self._audit.record("unskipped", key, actor, note, {"slot": iso(slot)})
 
     def trigger(self, key: str, *, note: str | None = None, actor: str | None = None) -> int:
         """Run now: enqueue the schedule's job at once, recorded as `manual`. Consumes no slot."""
         row = self._row(key)
         sched = self._definition(key, row)
-        job = replace(slot_job(sched, _EPOCH, self.app.jobs.get(sched.job)), slot=None, run_at=None)
-        job_id = self.app.enqueue_jobs([job])[0]
-        self._audit(SlotOutcome.MANUAL, key, actor, note, {"job_id": job_id})
+        job = replace(slot_job(sched, _EPOCH, self._jobs.get(sched.job)), slot=None, run_at=None)
+        job_id = self._enqueue([job])[0]
+        self._audit.record(SlotOutcome.MANUAL, key, actor, note, {"job_id": job_id})
         return job_id
 
     def backfill(
@@ -188,7 +227,7 @@ class OperatorControls(RuntimeSchedules):
         row = self._row(key)
         sched = self._definition(key, row)
         start, end = _aware(start, "start"), _aware(end, "end")
-        now = self._now()
+        now = self._views.now()
         if end < start:
             raise ScheduleError("backfill end is before its start")
         if end > now:
@@ -206,10 +245,10 @@ class OperatorControls(RuntimeSchedules):
                         f"backfill of {key!r} covers more than {100 * BACKFILL_BOUND} slots: "
                         "use a shorter range"
                     )
-        existing = self._storage.existing_slots(key, start, end)
+        existing = self._storage().existing_slots(key, start, end)
         todo = [s for s in candidates if s not in existing]
         already = [s for s in candidates if s in existing]
-        oldest = self._storage.oldest_slot(key)
+        oldest = self._storage().oldest_slot(key)
         beyond = oldest is None or start < oldest
         result = BackfillResult(key, start, end, dry_run, todo, already, beyond)
         if dry_run:
@@ -220,7 +259,7 @@ class OperatorControls(RuntimeSchedules):
                 f"{BACKFILL_BOUND}: pass force=True (--force) to go ahead"
             )
         who = actor or default_actor()
-        defaults = self.app.jobs.get(sched.job)
+        defaults = self._jobs.get(sched.job)
         records = [
             SlotRecord(
                 key,
@@ -228,11 +267,11 @@ class OperatorControls(RuntimeSchedules):
                 SlotOutcome.BACKFILLED,
                 actor=who,
                 note=note,
-                recorded_at=self.app.clock.fixed_now(),
+                recorded_at=self._clock.fixed_now(),
             )
             for s in todo
         ]
-        inserted = self._storage.record_slots(
+        inserted = self._storage().record_slots(
             records, [_now_job(slot_job(sched, s, defaults)) for s in todo]
         )
         result = BackfillResult(
@@ -245,7 +284,7 @@ class OperatorControls(RuntimeSchedules):
             beyond,
             [r.job_id for r in inserted if r.job_id is not None],
         )
-        self._audit(
+        self._audit.record(
             "backfilled",
             key,
             who,
@@ -258,30 +297,32 @@ class OperatorControls(RuntimeSchedules):
         """Clear operator state (pause, future skips) back to what the code says."""
         row = self._row(key)
         sched = self._definition(key, row)
-        now = self._now()
+        now = self._views.now()
         floor = max(now, row.cursor)
         removed = 0
         for slot in self._future_skips(key, floor):
-            removed += self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
+            removed += self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
         changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
-        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
-        self._audit("reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused})
+        self._storage().update_operator_state(key, changes, now=self._clock.fixed_now())
+        self._audit.record(
+            "reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused}
+        )
 
     def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
         """The audit log, newest first."""
-        return self._storage.list_audit(key, limit=limit)
+        return self._audit.entries(key, limit=limit)
 
     def skipped(self, key: str) -> list[datetime]:
         """Future slots skipped by an operator."""
         row = self._row(key)
-        return sorted(self._future_skips(key, max(self._now(), row.cursor)))
+        return sorted(self._future_skips(key, max(self._views.now(), row.cursor)))
 
     # -- helpers ----------------------------------------------------------------------------
     def _future_skips(self, key: str, floor: datetime) -> set[datetime]:
         far = datetime(9999, 1, 1, tzinfo=UTC)
         return {
             r.slot
-            for r in self._storage.slot_history(key, limit=10000)
+            for r in self._storage().slot_history(key, limit=10000)
             if r.outcome == SlotOutcome.SKIPPED_OPERATOR and floor < r.slot < far
         }
 
@@ -333,7 +374,7 @@ def _aware(value: datetime, what: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def _now_job(job: Any) -> Any:
+def _now_job(job: NewJob) -> NewJob:
     return replace(job, run_at=None)  # a backfilled slot runs now, not at its past instant
 
 

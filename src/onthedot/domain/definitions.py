@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import format_duration, parse_duration
@@ -18,6 +19,13 @@ COMMAND_JOB = "onthedot.command"
 MAX_KEY_LENGTH = 200
 DEFAULT_MAX_PER_TICK = 100
 DEFAULT_GRACE = timedelta(seconds=60)
+
+
+class JobSignature(Protocol):
+    """What validating a schedule needs of a registered job."""
+
+    def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Raise TypeError/ValueError unless the arguments fit the job."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +121,9 @@ def command_key(command: str | list[str]) -> str:
     return f"command:{words[:48].strip('-')}:{digest}"
 
 
-def validate(decl: Declaration, jobs: dict[str, Any]) -> tuple[ScheduleDef | None, list[Problem]]:
+def validate(
+    decl: Declaration, jobs: Mapping[str, JobSignature]
+) -> tuple[ScheduleDef | None, list[Problem]]:
     """Check one declaration against the registered jobs. Returns the definition (None when
     any error was found) and every problem found."""
     problems: list[Problem] = []
@@ -199,7 +209,7 @@ def validate(decl: Declaration, jobs: dict[str, Any]) -> tuple[ScheduleDef | Non
 
 
 def _job_and_arguments(
-    decl: Declaration, jobs: dict[str, Any], err: Any
+    decl: Declaration, jobs: Mapping[str, JobSignature], err: Any
 ) -> tuple[str | None, list[Any], dict[str, Any]]:
     args = [] if decl.args is None else decl.args
     kwargs = {} if decl.kwargs is None else decl.kwargs

@@ -1,18 +1,15 @@
-"""Schedules declared in code: the registry on `app.schedules`, validation, and views."""
+"""Schedules declared in code: the registry, its validation, and the definition that governs each
+ledger row (declared or runtime)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from onthedot.domain.errors import ScheduleError
-from onthedot.domain.jobs import iso
-from onthedot.domain.ledger import LedgerRow
-from onthedot.domain.schedule import (
+from onthedot.domain.definitions import (
     Declaration,
     Problem,
     ScheduleDef,
@@ -20,10 +17,11 @@ from onthedot.domain.schedule import (
     definition_to_declaration,
     validate,
 )
-from onthedot.operations import OperatorControls
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.ledger import LedgerRow
 
 if TYPE_CHECKING:
-    from onthedot.app import App
+    from onthedot.jobs import JobFunction
 
 
 # Validated runtime definitions kept between ticks. Above the number of runtime schedules, so
@@ -58,11 +56,12 @@ class CheckReport:
         return "\n".join(lines)
 
 
-class ScheduleRegistry(OperatorControls):
-    """`app.schedules`: declared schedules, plus the runtime API (see `onthedot.runtime`)."""
+class ScheduleRegistry:
+    """The schedules declared in code, validated against the registered `jobs`; also validates
+    the stored definitions of runtime schedules."""
 
-    def __init__(self, app: App) -> None:
-        self.app = app
+    def __init__(self, jobs: Mapping[str, JobFunction[Any, Any]]) -> None:
+        self._jobs = jobs
         self._declared: list[Declaration] = []
         self._valid: dict[str, ScheduleDef] | None = None
         self._dynamic_cache: dict[tuple[str, str, str, str], ScheduleDef | None] = {}
@@ -134,7 +133,7 @@ class ScheduleRegistry(OperatorControls):
             if n > 1:
                 problems.append(Problem(key, f"declared {n} times: keys must be unique"))
         for decl in self._declared:
-            _, found = validate(decl, self.app.jobs)
+            _, found = validate(decl, self._jobs)
             problems.extend(found)
         return CheckReport(tuple(problems), len(self._declared))
 
@@ -147,7 +146,7 @@ class ScheduleRegistry(OperatorControls):
                 raise ScheduleError(report.render())
             valid: dict[str, ScheduleDef] = {}
             for decl in self._declared:
-                sched, _ = validate(decl, self.app.jobs)
+                sched, _ = validate(decl, self._jobs)
                 assert sched is not None
                 valid[sched.key] = sched
             self._valid = valid
@@ -169,7 +168,7 @@ class ScheduleRegistry(OperatorControls):
         cache_key = (row.key, row.spec, row.timezone, json.dumps(row.definition, sort_keys=True))
         if cache_key not in self._dynamic_cache:
             decl = definition_to_declaration(row.key, row.spec, row.timezone, row.definition or {})
-            sched, _ = validate(decl, self.app.jobs)
+            sched, _ = validate(decl, self._jobs)
             if len(self._dynamic_cache) >= _DYNAMIC_CACHE_LIMIT:
                 self._dynamic_cache.clear()
             self._dynamic_cache[cache_key] = sched
@@ -177,84 +176,17 @@ class ScheduleRegistry(OperatorControls):
 
     def dynamic_problems(self, row: LedgerRow) -> list[Problem]:
         decl = definition_to_declaration(row.key, row.spec, row.timezone, row.definition or {})
-        return validate(decl, self.app.jobs)[1]
+        return validate(decl, self._jobs)[1]
 
-    # -- views ------------------------------------------------------------------------------
-    def view(
-        self, row: LedgerRow | None, sched: ScheduleDef | None, now: datetime
-    ) -> dict[str, Any]:
-        """The JSON object of `schedules list --json` for one schedule."""
-        key = row.key if row is not None else (sched.key if sched else "")
-        nexts: list[str] = []
-        if sched is not None:
-            t = row.cursor if row is not None and row.cursor > now else now
-            for _ in range(3):
-                n = sched.spec.next_after(t, sched.tz)
-                if n is None:
-                    break
-                nexts.append(iso(n) or "")
-                t = n
-        status = "active"
-        if row is None:
-            status = "pending"  # declared, not yet seen by a worker
-        elif row.removed_at is not None:
-            status = "removed"
-        elif row.paused:
-            status = "paused"
-        elif sched is None:
-            status = "invalid" if row.source == "dynamic" else "removed"
-        return {
-            "key": key,
-            "spec": sched.spec.canonical() if sched else (row.spec if row else None),
-            "description": sched.describe() if sched else None,
-            "timezone": sched.timezone if sched else (row.timezone if row else None),
-            "source": row.source if row is not None else "code",
-            "status": status,
-            "job": sched.job if sched else ((row.definition or {}).get("job") if row else None),
-            "next": nexts,
-            "last_slot": iso(row.last_slot) if row else None,
-            "last_outcome": row.last_outcome if row else None,
-            "last_job_id": row.last_job_id if row else None,
-            "missed": row.missed_total if row else 0,
-            "coalesced": row.coalesced_total if row else 0,
-            "cursor": iso(row.cursor) if row else None,
-            "next_due_at": iso(row.next_due_at) if row else None,
-            "paused": bool(row and row.paused),
-            "paused_until": iso(row.paused_until) if row else None,
-            "paused_by": row.paused_by if row else None,
-            "pause_note": row.pause_note if row else None,
-        }
+    def validate(self, decl: Declaration) -> tuple[ScheduleDef | None, list[Problem]]:
+        """Validate one declaration against the registered jobs (runtime schedules use it)."""
+        return validate(decl, self._jobs)
 
-    def views(self) -> list[dict[str, Any]]:
-        """Every schedule the code declares or the database holds, by key. One that fails
-        validation is listed with status "invalid" and its `problems`; it never hides the
-        others."""
-        storage = self.app.storage
-        now = self.app.clock.fixed_now() or storage.db_now()
-        rows = {r.key: r for r in storage.list_schedule_rows()}
-        declared, invalid = self._declared_or_invalid()
-        keys = sorted(set(rows) | set(declared) | set(invalid))
-        out = []
-        for key in keys:
-            row = rows.get(key)
-            code = row is None or row.source == "code"
-            sched = declared.get(key) if row is None or code else self.definition_for(row)
-            view = self.view(row, sched, now)
-            if code and key in invalid:
-                decl = next(d for d in self._declared if d.key == key)
-                view.update(key=key, status="invalid", problems=invalid[key])
-                view["spec"] = view["spec"] or (decl.spec if isinstance(decl.spec, str) else None)
-                view["timezone"] = view["timezone"] or (
-                    decl.timezone if isinstance(decl.timezone, str) else None
-                )
-            elif row is not None and sched is None and row.source == "dynamic":
-                view["problems"] = [
-                    p.message for p in self.dynamic_problems(row) if p.level == "error"
-                ]
-            out.append(view)
-        return out
+    def declaration(self, key: str) -> Declaration:
+        """The (first) declaration of `key`, as written in code."""
+        return next(d for d in self._declared if d.key == key)
 
-    def _declared_or_invalid(self) -> tuple[dict[str, ScheduleDef], dict[str, list[str]]]:
+    def declared_or_invalid(self) -> tuple[dict[str, ScheduleDef], dict[str, list[str]]]:
         """The valid declared schedules, and the error messages of the invalid ones by key."""
         if self._valid is not None or self.check().ok:
             return self.declared(), {}
@@ -263,34 +195,7 @@ class ScheduleRegistry(OperatorControls):
             invalid.setdefault(problem.key, []).append(problem.message)
         valid: dict[str, ScheduleDef] = {}
         for decl in self._declared:
-            sched, _ = validate(decl, self.app.jobs)
+            sched, _ = validate(decl, self._jobs)
             if decl.key not in invalid and sched is not None:
                 valid[sched.key] = sched
         return valid, invalid
-
-    def preview(
-        self, key: str, start: datetime, end: datetime, limit: int = 1000
-    ) -> list[datetime]:
-        """Slots of a schedule in (start, end]."""
-        sched = self.get_definition(key)
-        out = []
-        for slot in sched.spec.slots_between(start, end, sched.tz):
-            out.append(slot)
-            if len(out) >= limit:
-                break
-        return out
-
-    def get_definition(self, key: str) -> ScheduleDef:
-        declared = self.declared()
-        if key in declared:
-            return declared[key]
-        row = self.app.storage.get_schedule_row(key)
-        if row is None:
-            raise ScheduleError(f"no schedule with key {key!r}")
-        sched = self.definition_for(row)
-        if sched is None:
-            raise ScheduleError(
-                f"schedule {key!r} is not valid in this code: "
-                + "; ".join(p.message for p in self.dynamic_problems(row))
-            )
-        return sched

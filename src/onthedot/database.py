@@ -1,0 +1,81 @@
+"""The app's database: its URL, and its storage, opened on first use and checked for a current
+schema. Nothing here touches the database before the storage is first asked for."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from onthedot.config import DatabaseConfig, parse_database_url
+from onthedot.domain.errors import SchemaOutOfDate
+
+if TYPE_CHECKING:
+    from onthedot.storage.interface import Storage
+
+
+class Database:
+    """One database URL and the storage opened for it (lazily, once, thread-safe)."""
+
+    def __init__(self, url: str, *, pool_size: int) -> None:
+        self.url = url
+        self.config: DatabaseConfig = parse_database_url(url)
+        self.pool_size = pool_size
+        self._storage: Storage | None = None
+        self._lock = threading.Lock()
+        self._schema_checked = False
+
+    def use(self, url: str) -> None:
+        """Point at another database, before anything opened the storage."""
+        if self._storage is not None:
+            raise RuntimeError("use_database() must be called before the database is used")
+        self.url = url
+        self.config = parse_database_url(url)
+
+    def storage(self) -> Storage:
+        """The storage, opened on first use, once its schema was checked (see `check_schema`)."""
+        storage = self.raw_storage()
+        if not self._schema_checked:
+            self.check_schema()
+        return storage
+
+    def raw_storage(self) -> Storage:
+        """The storage without the schema check (for `migrate` and `health`)."""
+        if self._storage is None:
+            from onthedot.storage import open_storage
+
+            with self._lock:
+                if self._storage is None:
+                    self._storage = open_storage(self.url, pool_size=self.pool_size)
+        return self._storage
+
+    def check_schema(self) -> None:
+        """Raise SchemaOutOfDate unless the database schema is current. SQLite, the zero-setup
+        default, migrates itself on first use."""
+        storage = self.raw_storage()
+        if storage.backend == "sqlite":
+            storage.migrate()
+        current, latest = storage.schema_version()
+        if current < latest:
+            raise SchemaOutOfDate(
+                f"database schema of {self.config.display} is at version {current}, this "
+                f"onthedot needs {latest}: run `onthedot migrate`"
+            )
+        if current > latest:
+            raise SchemaOutOfDate(
+                f"database schema of {self.config.display} is at version {current}, newer than "
+                f"this onthedot knows ({latest}): upgrade onthedot"
+            )
+        self._schema_checked = True
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations not applied yet; return their versions."""
+        applied = self.raw_storage().migrate()
+        self._schema_checked = True
+        return applied
+
+    def close(self) -> None:
+        """Close the storage; the next use opens (and checks) it again."""
+        if self._storage is not None:
+            self._storage.close()
+            self._storage = None
+            self._schema_checked = False

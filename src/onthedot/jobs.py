@@ -1,0 +1,324 @@
+"""Jobs: the registry of job functions, the enqueue path, and JobFunction (the one builder of
+a new job)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from onthedot.clock import Clock
+from onthedot.domain.durations import parse_duration
+from onthedot.domain.errors import JobNotRegistered
+from onthedot.domain.jobs import NewJob
+from onthedot.domain.payload import encode_arguments
+from onthedot.domain.retry import Backoff, coerce_backoff
+from onthedot.observability.events import EventBus, JobEnqueued
+from onthedot.wakeups import WakeupHub
+
+if TYPE_CHECKING:
+    from onthedot.storage.interface import Storage
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# A PostgreSQL connection of the caller's transaction (psycopg), or None: the storage's own.
+Connection = Any
+
+ENQUEUE_OPTIONS = frozenset(
+    {"delay", "run_at", "priority", "queue", "unique_key", "connection", "max_attempts", "timeout"}
+)
+
+
+class Enqueuer:
+    """The enqueue path: insert the jobs, wake this process's idle workers of their queues, emit
+    `JobEnqueued`. The storage is read through `storage()` at each call (opened on first use)."""
+
+    def __init__(
+        self, storage: Callable[[], Storage], clock: Clock, events: EventBus, wakeups: WakeupHub
+    ) -> None:
+        self._storage = storage
+        self.clock = clock
+        self._events = events
+        self._wakeups = wakeups
+
+    def enqueue(self, jobs: Sequence[NewJob], *, connection: Connection = None) -> list[int]:
+        """Insert `jobs`; return their ids in order (an existing job's id for a taken
+        unique_key). Inside the caller's `connection` the workers are not woken: its
+        transaction may still roll back."""
+        ids = self._storage().enqueue(jobs, now=self.clock.fixed_now(), connection=connection)
+        if connection is None:
+            self._wakeups.jobs_added(job.queue for job in jobs)
+        if self._events.wants(JobEnqueued):
+            for job_id, job in zip(ids, jobs, strict=True):
+                self._events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
+        return ids
+
+
+class JobFunction(Generic[P, R]):
+    """A registered job. Call it to run the function in-process; `.enqueue()` to run it in a
+    worker. Enqueue options (`delay`, `run_at`, `priority`, `queue`, `unique_key`,
+    `max_attempts`, `timeout`, `connection`) are keyword arguments of `enqueue`; a job whose own
+    parameters use one of those names passes its arguments with `enqueue_with(args, kwargs)`."""
+
+    def __init__(
+        self,
+        enqueuer: Enqueuer,
+        fn: Callable[P, R],
+        *,
+        name: str,
+        queue: str,
+        priority: int,
+        max_attempts: int,
+        backoff: Backoff,
+        timeout: float | None,
+    ) -> None:
+        self.enqueuer = enqueuer
+        self.fn = fn
+        self.name = name
+        self.queue = queue
+        self.priority = priority
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.timeout = timeout
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
+        self._arity = _plain_arity(self.signature)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<onthedot job {self.name!r}>"
+
+    # -- building jobs ----------------------------------------------------------------------
+    def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Raise TypeError/ValueError unless the arguments bind to the signature and are JSON
+        (within the size limit)."""
+        self._bind(args, kwargs)
+        encode_arguments(list(args), kwargs, f"job {self.name!r}")
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        arity = self._arity
+        if arity is not None and not kwargs and arity[0] <= len(args) <= arity[1]:
+            return  # plain positional parameters: counting is binding
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"job {self.name!r}: {exc}") from None
+
+    def build(
+        self,
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> NewJob:
+        """Validate arguments and options (`delay`, `run_at`, `priority`, `queue`,
+        `unique_key`, `max_attempts`, `timeout`) and return the job to insert."""
+        return self._build(args, kwargs, self.job_options(**options))
+
+    def job_options(
+        self,
+        *,
+        delay: float | timedelta | str | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+        queue: str | None = None,
+        unique_key: str | None = None,
+        max_attempts: int | None = None,
+        timeout: float | str | timedelta | None = None,
+    ) -> dict[str, Any]:
+        """The validated enqueue options, as NewJob fields (checked once per batch)."""
+        attempts = self.max_attempts if max_attempts is None else max_attempts
+        if attempts < 1:
+            raise ValueError(f"job {self.name!r}: max_attempts must be >= 1, got {attempts}")
+        if unique_key is not None and (not isinstance(unique_key, str) or not unique_key):
+            raise ValueError(f"job {self.name!r}: unique_key must be a non-empty string")
+        return {
+            "queue": _check_queue(self.queue if queue is None else queue),
+            "priority": _check_priority(self.priority if priority is None else priority),
+            "run_at": _run_at(self.enqueuer.clock, delay, run_at),
+            "max_attempts": attempts,
+            "timeout": self.timeout if timeout is None else _timeout(timeout),
+            "unique_key": unique_key,
+        }
+
+    def _build(
+        self, args: Sequence[Any], kwargs: dict[str, Any] | None, options: dict[str, Any]
+    ) -> NewJob:
+        kwargs = dict(kwargs) if kwargs else {}
+        args = list(args)
+        self._bind(args, kwargs)
+        args_json, kwargs_json = encode_arguments(args, kwargs, f"job {self.name!r}")
+        return NewJob(
+            self.name, args, kwargs, **options, args_json=args_json, kwargs_json=kwargs_json
+        )
+
+    # -- enqueueing -------------------------------------------------------------------------
+    def enqueue(self, *args: Any, **kwargs: Any) -> int:
+        """Validate and enqueue; return the job id (an existing job's id for a taken unique_key)."""
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
+        return self.enqueue_with(args, kwargs, **options)
+
+    def enqueue_with(
+        self,
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        connection: Connection = None,
+        **options: Any,
+    ) -> int:
+        """Enqueue with arguments given explicitly (for jobs whose parameters shadow options)."""
+        job = self.build(args, kwargs, **options)
+        return self.enqueuer.enqueue([job], connection=connection)[0]
+
+    async def aenqueue(self, *args: Any, **kwargs: Any) -> int:
+        """`enqueue` for async callers: the same storage verb, run off the event loop."""
+        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+
+    def enqueue_many(
+        self,
+        calls: Iterable[Sequence[Any] | dict[str, Any] | tuple[Sequence[Any], dict[str, Any]]],
+        *,
+        connection: Connection = None,
+        **options: Any,
+    ) -> list[int]:
+        """Enqueue many jobs in one round trip. Each item is a list/tuple of positional
+        arguments, a dict of keyword arguments, or an `(args, kwargs)` pair."""
+        fields = self.job_options(**options)
+        jobs: list[NewJob] = []
+        a: Sequence[Any]
+        k: dict[str, Any]
+        for call in calls:
+            if isinstance(call, dict):
+                a, k = (), call
+            elif (
+                isinstance(call, tuple)
+                and len(call) == 2
+                and isinstance(call[0], list | tuple)
+                and isinstance(call[1], dict)
+            ):
+                a, k = call[0], call[1]
+            elif isinstance(call, list | tuple):
+                a, k = call, {}
+            else:
+                raise TypeError(
+                    f"job {self.name!r}: enqueue_many items must be an args list, a kwargs dict "
+                    f"or an (args, kwargs) pair, got {type(call).__name__}"
+                )
+            jobs.append(self._build(a, k, fields))
+        return self.enqueuer.enqueue(jobs, connection=connection)
+
+    async def aenqueue_many(self, calls: Iterable[Any], **options: Any) -> list[int]:
+        return await asyncio.to_thread(self.enqueue_many, list(calls), **options)
+
+
+class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
+    """The registered jobs by name (a read-only mapping); `register` adds one."""
+
+    def __init__(self, enqueuer: Enqueuer) -> None:
+        self._enqueuer = enqueuer
+        self._jobs: dict[str, JobFunction[Any, Any]] = {}
+
+    def __getitem__(self, name: str) -> JobFunction[Any, Any]:
+        return self._jobs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._jobs)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def register(
+        self,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 3,
+        backoff: Backoff | float | None = None,
+        timeout: float | str | timedelta | None = None,
+    ) -> JobFunction[P, R]:
+        """Register `fn` (sync or async) as a job; `name` defaults to module.qualname. The same
+        function registered again under its name is registered once."""
+        job_name = name or f"{fn.__module__}.{fn.__qualname__}"
+        if not job_name or not isinstance(job_name, str):
+            raise ValueError("job name must be a non-empty string")
+        if job_name in self._jobs and self._jobs[job_name].fn is not fn:
+            raise ValueError(
+                f"job name {job_name!r} is already registered to another function: "
+                "give one of them an explicit name="
+            )
+        if max_attempts < 1:
+            raise ValueError(f"job {job_name!r}: max_attempts must be >= 1")
+        jf: JobFunction[P, R] = JobFunction(
+            self._enqueuer,
+            fn,
+            name=job_name,
+            queue=_check_queue(queue),
+            priority=_check_priority(priority),
+            max_attempts=max_attempts,
+            backoff=coerce_backoff(backoff),
+            timeout=_timeout(timeout),
+        )
+        self._jobs[job_name] = jf
+        return jf
+
+    def resolve(self, name: str) -> JobFunction[Any, Any]:
+        """The job registered as `name`; raise JobNotRegistered naming the registered ones."""
+        try:
+            return self._jobs[name]
+        except KeyError:
+            raise JobNotRegistered(
+                f"no job named {name!r} is registered in this app (registered: "
+                f"{', '.join(sorted(self._jobs)) or 'none'})"
+            ) from None
+
+
+def _run_at(
+    clock: Clock, delay: float | timedelta | str | None, run_at: datetime | None
+) -> datetime | None:
+    if delay is not None and run_at is not None:
+        raise ValueError("give either delay or run_at, not both")
+    if run_at is not None:
+        if not isinstance(run_at, datetime) or run_at.tzinfo is None:
+            raise ValueError(f"run_at must be an aware datetime (with tzinfo), got {run_at!r}")
+        return run_at.astimezone(UTC)
+    if delay is None:
+        return None
+    seconds = parse_duration(delay, what="delay", allow_zero=True).total_seconds()
+    return clock.now() + timedelta(seconds=seconds) if seconds > 0 else None
+
+
+def _plain_arity(signature: inspect.Signature) -> tuple[int, int] | None:
+    """(required, total) when every parameter is positional-or-keyword, else None."""
+    params = list(signature.parameters.values())
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+    return required, len(params)
+
+
+def _check_queue(queue: str) -> str:
+    if not isinstance(queue, str) or not queue or len(queue) > 100 or "," in queue:
+        raise ValueError(f"invalid queue name {queue!r}: use 1-100 characters without commas")
+    return queue
+
+
+def _check_priority(priority: int) -> int:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, got {priority!r}")
+    if not -1_000_000 <= priority <= 1_000_000:
+        raise ValueError(f"priority {priority} is out of range -1000000..1000000")
+    return priority
+
+
+def _timeout(value: float | str | timedelta | None) -> float | None:
+    if value is None:
+        return None
+    return parse_duration(value, what="timeout").total_seconds()
