@@ -17,7 +17,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 60.0
-APP = "tests.web.devapp:app"
+APP = "tests.torture.web_app:app"
 
 
 def clean_env(db_url: str, **extra: str) -> dict[str, str]:

@@ -49,6 +49,8 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     """Serve the web admin. Any address but loopback needs $ONTHEDOT_WEB_USER and
     $ONTHEDOT_WEB_PASSWORD (HTTP Basic) or $ONTHEDOT_WEB_TOKEN (bearer)."""
     web_mod = _web()
+    from onthedot.web.hosts import served_hosts
+
     credentials = web_mod.Credentials.from_env()
     web_mod.check_bind(host, credentials)
     import uvicorn
@@ -64,7 +66,9 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     mode = " (read-only)" if read_only else ""
     click.echo(f"onthedot web admin{mode} on {_url(host, port)}", err=True)
     uvicorn.run(
-        web_mod.asgi(app, read_only=read_only, credentials=credentials),
+        web_mod.asgi(
+            app, read_only=read_only, credentials=credentials, allowed_hosts=served_hosts(host)
+        ),
         host=host,
         port=port,
         log_level="info",
@@ -84,6 +88,8 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     """Run a worker, the scheduler and the web admin in one process (local development);
     prints the URL. Ctrl+C stops all three."""
     web_mod = _web()
+    from onthedot.web.hosts import served_hosts
+
     credentials = web_mod.Credentials.from_env()
     web_mod.check_bind(host, credentials)
     import uvicorn
@@ -97,7 +103,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     _ready(app)
     names = _queues(app, queues)
     config = uvicorn.Config(
-        web_mod.asgi(app, credentials=credentials),
+        web_mod.asgi(app, credentials=credentials, allowed_hosts=served_hosts(host)),
         host=host,
         port=port,
         log_level="warning",
