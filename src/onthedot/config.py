@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from onthedot.domain.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///onthedot.db"
 ENV_DATABASE_URL = "ONTHEDOT_DATABASE_URL"
+# A query parameter whose name holds one of these is a secret (libpq's `password` and
+# `sslpassword`, and any `token`, `secret` or `key`-like value a driver may take); it is shown
+# as `***`. Parameters naming a file (`passfile`, `sslkey`, `sslcert`) are paths, not secrets.
+SECRET_PARAM_WORDS = ("password", "secret", "token")
+MASK = "***"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +28,38 @@ class DatabaseConfig:
     @property
     def display(self) -> str:
         """The URL with any password hidden, for messages and logs."""
-        parts = urlsplit(self.url)
-        if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-            return parts._replace(netloc=netloc).geturl()
-        return self.url
+        return mask_url(self.url)
+
+
+def mask_url(url: str) -> str:
+    """`url` with its secrets replaced by `***`: the password of `user:password@` and the value
+    of every query parameter whose name says it is a secret (`password`, `sslpassword`, ...)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a malformed port or netloc: hide everything after the scheme
+        scheme, sep, _ = url.partition("://")
+        return f"{scheme}{sep}{MASK}" if sep else MASK
+    scheme, sep, rest = url.partition("://")
+    if password:
+        userinfo, _, hostinfo = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        rest = f"{user}:{MASK}@{hostinfo}" + rest[len(parts.netloc) :]
+    if parts.query:
+        head, _, tail = rest.partition("?")
+        query, hash_sign, fragment = tail.partition("#")
+        rest = f"{head}?{_mask_query(query)}{hash_sign}{fragment}"
+    return f"{scheme}{sep}{rest}"
+
+
+def _mask_query(query: str) -> str:
+    shown = []
+    for item in query.split("&"):
+        name, sep, _ = item.partition("=")
+        decoded = name.replace("+", " ")
+        secret = any(word in unquote(decoded).lower() for word in SECRET_PARAM_WORDS)
+        shown.append(f"{name}={MASK}" if sep and secret else item)
+    return "&".join(shown)
 
 
 def resolve_database_url(url: str | None) -> str:
@@ -46,7 +78,7 @@ def parse_database_url(url: str) -> DatabaseConfig:
     scheme = scheme.lower()
     if not sep:
         raise ConfigurationError(
-            f"malformed database URL {url!r}: expected scheme://..., "
+            f"malformed database URL {mask_url(url)!r}: expected scheme://..., "
             "e.g. sqlite:///onthedot.db or postgresql://user@localhost/db"
         )
     if scheme == "sqlite":
@@ -54,7 +86,8 @@ def parse_database_url(url: str) -> DatabaseConfig:
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
         return _parse_postgres(url, scheme)
     raise ConfigurationError(
-        f"unsupported database URL scheme {scheme!r} in {url!r}: use sqlite:/// or postgresql://"
+        f"unsupported database URL scheme {scheme!r} in {mask_url(url)!r}: "
+        "use sqlite:/// or postgresql://"
     )
 
 
@@ -63,17 +96,21 @@ def _parse_sqlite(url: str, rest: str) -> DatabaseConfig:
     path_part, _, query = rest.partition("?")
     if not path_part.startswith("/"):
         raise ConfigurationError(
-            f"malformed SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute/path.db"
+            f"malformed SQLite URL {mask_url(url)!r}: "
+            "use sqlite:///relative.db or sqlite:////absolute/path.db"
         )
     path = path_part[1:]
     if not path:
-        raise ConfigurationError(f"SQLite URL {url!r} names no file: use sqlite:///onthedot.db")
+        raise ConfigurationError(
+            f"SQLite URL {mask_url(url)!r} names no file: use sqlite:///onthedot.db"
+        )
     options = tuple(parse_qsl(query))
     allowed = {"synchronous", "busy_timeout"}
     for key, _ in options:
         if key not in allowed:
             raise ConfigurationError(
-                f"unknown SQLite URL option {key!r} in {url!r}: allowed are {sorted(allowed)}"
+                f"unknown SQLite URL option {key!r} in {mask_url(url)!r}: "
+                f"allowed are {sorted(allowed)}"
             )
     if path != ":memory:":
         path = str(Path(path))
@@ -91,6 +128,7 @@ def _parse_postgres(url: str, scheme: str) -> DatabaseConfig:
     except Exception as exc:  # psycopg.ProgrammingError or ValueError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigurationError(
-            f"malformed PostgreSQL URL {url!r}: {detail}; expected postgresql://user@host:5432/db"
+            f"malformed PostgreSQL URL {mask_url(url)!r}: {detail}; "
+            "expected postgresql://user@host:5432/db"
         ) from None
     return DatabaseConfig(backend="postgresql", url=normalized)

@@ -189,7 +189,10 @@ def test_create_refusals_store_nothing(app: App, client: TestClient) -> None:
 def test_keys_with_slashes_and_spaces(app: App, client: TestClient) -> None:
     app.schedules.create("team a/report 1", "@daily", "echo")
     page = client.get("/schedules").text
-    assert 'href="/schedules/team%20a/report%201"' in page
+    # The slash is encoded in links (a key is one segment: `../x` must not climb out), and
+    # the URL with a plain slash keeps working.
+    assert 'href="/schedules/team%20a%2Freport%201"' in page
+    assert client.get("/schedules/team%20a%2Freport%201").status_code == 200
     assert client.get("/schedules/team%20a/report%201").status_code == 200
     post(client, "/schedules/team%20a/report%201/pause", {"note": "n"})
     assert app.schedules.get("team a/report 1")["paused"]

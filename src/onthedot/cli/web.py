@@ -56,6 +56,7 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     import uvicorn
 
     from onthedot.web.factory import asgi
+    from onthedot.web.hosts import served_hosts
 
     app = ctx.app()
     _ready(app)
@@ -68,7 +69,7 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
     mode = " (read-only)" if read_only else ""
     click.echo(f"onthedot web admin{mode} on {_url(host, port)}", err=True)
     uvicorn.run(
-        asgi(app, read_only=read_only, credentials=credentials),
+        asgi(app, read_only=read_only, credentials=credentials, allowed_hosts=served_hosts(host)),
         host=host,
         port=port,
         log_level="info",
@@ -91,6 +92,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     import uvicorn
 
     from onthedot.web.factory import asgi
+    from onthedot.web.hosts import served_hosts
 
     app = ctx.app(required=True)
     report = app.schedules.check()
@@ -101,7 +103,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     _ready(app)
     names = _queues(app, queues)
     config = uvicorn.Config(
-        asgi(app, credentials=credentials),
+        asgi(app, credentials=credentials, allowed_hosts=served_hosts(host)),
         host=host,
         port=port,
         log_level="warning",

@@ -136,6 +136,8 @@ def validate(
         err("key must be a non-empty string")
     elif len(key) > MAX_KEY_LENGTH:
         err(f"key is {len(key)} characters, over the limit of {MAX_KEY_LENGTH}")
+    elif not key.strip("."):
+        err("key must not be dots only: it would be a `..` segment of the admin's URLs")
 
     spec: Spec | None = None
     try:

@@ -114,6 +114,19 @@ class DatabaseError(Event):
     level = logging.ERROR
 
 
+# -- web admin ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class WebLoginFailed(Event):
+    """Wrong credentials at the web admin; `blocked_for` > 0 when this failure blocked the
+    client (429 for that many seconds)."""
+
+    client: str
+    user: str
+    failures: int
+    blocked_for: float
+    level = logging.WARNING
+
+
 # -- schedules ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class SlotEnqueued(Event):

@@ -3,6 +3,7 @@ files, the security middleware and the error pages)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from onthedot.web.handlers import WebState, http_error
+from onthedot.web.hosts import ANY_HOST, HostRule, allowed_from_env
 from onthedot.web.rendering import build_environment
 from onthedot.web.routes_jobs import routes as job_routes
 from onthedot.web.routes_overview import routes as overview_routes
@@ -34,6 +36,7 @@ def asgi(
     secret_key: str | bytes | None = None,
     late_after: float = 60.0,
     refresh: int = 10,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """The web admin of `app` as an ASGI application, to serve (`onthedot web`) or to mount
     inside your own Starlette or FastAPI app.
@@ -47,6 +50,10 @@ def asgi(
       random per process: set it when several processes serve the admin behind one address).
     - `late_after`: seconds past due before an active schedule is shown as late.
     - `refresh`: seconds between live refreshes of the overview and workers pages (0: off).
+    - `allowed_hosts`: Host names answered besides loopback names and the address a request
+      arrived at; any other gets a 400 (DNS rebinding). Default $ONTHEDOT_WEB_ALLOWED_HOSTS,
+      else `["*"]`: no Host check, the app you mount it in decides its names (`onthedot web`
+      passes its bound address).
     """
     creds = credentials if credentials is not None else Credentials.from_env()
     state = WebState(
@@ -71,6 +78,10 @@ def asgi(
                 credentials=creds,
                 read_only=read_only,
                 static_prefix="/static/",
+                hosts=HostRule(
+                    allowed_hosts if allowed_hosts is not None else allowed_from_env() or [ANY_HOST]
+                ),
+                emit=app.events.emit,
             )
         ],
         exception_handlers={HTTPException: http_error, Exception: http_error},

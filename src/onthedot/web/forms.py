@@ -225,6 +225,10 @@ def schedule_fields(form: Mapping[str, object], *, creating: bool) -> dict[str, 
 
 
 def key_path(key: object) -> str:
-    """The path of a schedule's page; the key is quoted (its slashes kept: the route takes
-    the rest of the path)."""
-    return "/schedules/" + quote(str(key), safe="/:@!$&'()*+,;=-._~")
+    """The path of a schedule's page: the key is ONE path segment, every `/`, `\\`, `?`, `#`
+    and `%` percent-encoded, so a key such as `../queues/default` can never make a browser
+    resolve the URL to another object (the server decodes `%2F` before routing, and the
+    `{key:path}` route takes the rest of the path, so the schedule is still found). A key of
+    dots only (`..`) would still be a dot segment (browsers treat `%2E%2E` like `..`):
+    validation refuses such keys; an older one gets a URL that resolves to no action."""
+    return "/schedules/" + quote(str(key), safe=":@!$&'()*+,;=-._~")

@@ -1,5 +1,7 @@
-"""What keeps the web admin safe to expose: credentials (HTTP Basic or a bearer token), the
-loopback rule, read-only mode, CSRF tokens and the security headers on every response."""
+"""What keeps the web admin safe to expose: credentials (HTTP Basic or a bearer token, and a
+scrape token good for `/metrics` only), the brute-force limit, the loopback rule, the Host
+allow-list (against DNS rebinding) and the Origin check, read-only mode, CSRF tokens and the
+security headers on every response."""
 
 from __future__ import annotations
 
@@ -7,19 +9,26 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from onthedot.observability.events import Event, WebLoginFailed
+from onthedot.web.hosts import ANY_HOST, ENV_ALLOWED_HOSTS, HostRule, header, is_loopback
+from onthedot.web.login_limit import LoginLimiter
+
+__all__ = ["ENV_ALLOWED_HOSTS", "HostRule", "is_loopback"]
 
 ENV_USER = "ONTHEDOT_WEB_USER"
 ENV_PASSWORD = "ONTHEDOT_WEB_PASSWORD"
 ENV_TOKEN = "ONTHEDOT_WEB_TOKEN"
 ENV_SECRET = "ONTHEDOT_WEB_SECRET"
+ENV_METRICS_TOKEN = "ONTHEDOT_WEB_METRICS_TOKEN"
+METRICS_USER = "metrics"
 
 CSRF_COOKIE = "onthedot_csrf"
 CSRF_FIELD = "csrf_token"
@@ -42,11 +51,13 @@ SECURITY_HEADERS = (
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """Who may use the admin: a Basic user and password, a bearer token, or both."""
+    """Who may use the admin: a Basic user and password, a bearer token, or both (each with
+    every right); and `metrics_token`, a bearer token that only reads `GET /metrics`."""
 
     user: str | None = None
     password: str | None = None
     token: str | None = None
+    metrics_token: str | None = None
 
     def __post_init__(self) -> None:
         if bool(self.user) != bool(self.password):
@@ -61,6 +72,7 @@ class Credentials:
             user=env.get(ENV_USER) or None,
             password=env.get(ENV_PASSWORD) or None,
             token=env.get(ENV_TOKEN) or None,
+            metrics_token=env.get(ENV_METRICS_TOKEN) or None,
         )
 
     @property
@@ -86,20 +98,28 @@ class Credentials:
             return "token"
         return None
 
+    def scrapes(self, header: str | None) -> bool:
+        """The header carries the metrics token (good for `GET /metrics` only)."""
+        if not header or not self.metrics_token:
+            return False
+        scheme, _, value = header.partition(" ")
+        return scheme.lower() == "bearer" and _same(value.strip(), self.metrics_token)
+
+    @staticmethod
+    def claimed_user(header: str | None) -> str:
+        """Who a failed Authorization header says it is, for the log (never the secret)."""
+        scheme, _, value = (header or "").partition(" ")
+        if scheme.lower() != "basic":
+            return scheme.lower()[:20] or "-"
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return "-"
+        return decoded.partition(":")[0][:64] or "-"
+
 
 def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, credentials: Credentials) -> None:
@@ -173,23 +193,37 @@ def cross_site(headers: Mapping[str, str]) -> bool:
 
 
 class GuardMiddleware:
-    """Every response gets the security headers; requests need credentials when configured;
-    read-only mode answers 403 to anything but GET and HEAD."""
+    """Every response gets the security headers; a Host not served is refused (400); requests
+    need credentials when configured (wrong ones counted per client: 429 after too many); the
+    metrics token reads `GET /metrics` only; an unsafe request from another origin is refused
+    (403); read-only mode answers 403 to anything but GET and HEAD."""
 
     def __init__(
-        self, app: ASGIApp, *, credentials: Credentials, read_only: bool, static_prefix: str
+        self,
+        app: ASGIApp,
+        *,
+        credentials: Credentials,
+        read_only: bool,
+        static_prefix: str,
+        hosts: HostRule | None = None,
+        limiter: LoginLimiter | None = None,
+        emit: Callable[[Event], None] | None = None,
     ) -> None:
         self.app = app
         self.credentials = credentials
         self.read_only = read_only
         self.static_prefix = static_prefix
+        self.hosts = hosts or HostRule([ANY_HOST])
+        self.limiter = limiter or LoginLimiter()
+        self.emit = emit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = scope.get("path", "")
-        static = path.startswith(scope.get("root_path", "") + self.static_prefix)
+        root, path = scope.get("root_path", ""), scope.get("path", "")
+        static = path.startswith(root + self.static_prefix)
+        safe = scope.get("method") in ("GET", "HEAD")
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -201,28 +235,66 @@ class GuardMiddleware:
                 message = {**message, "headers": headers}
             await send(message)
 
+        refused = self.hosts.refuses(header(scope, b"host"), scope)
+        if refused:
+            await _plain(send_with_headers, 400, refused, [])
+            return
         if self.credentials.configured:
-            user = self.credentials.authenticate(_header(scope, b"authorization"))
-            if user is None:
-                await _plain(send_with_headers, 401, "authentication required", self._challenge())
+            denied = self._authenticate(scope, safe and path == root + "/metrics")
+            if denied is not None:
+                status, text, headers = denied
+                await _plain(send_with_headers, status, text, headers)
                 return
-            scope[USER_SCOPE_KEY] = user
-        if self.read_only and scope.get("method") not in ("GET", "HEAD"):
+        if self.read_only and not safe:
             await _plain(send_with_headers, 403, "read-only: actions are disabled", [])
             return
+        if not safe:
+            cross = self.hosts.origin_refused(scope)
+            if cross:
+                await _plain(send_with_headers, 403, cross, [])
+                return
         await self.app(scope, receive, send_with_headers)
+
+    def _authenticate(
+        self, scope: Scope, metrics: bool
+    ) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        """None when the request may go on (the user set in the scope), else the refusal."""
+        client = str((scope.get("client") or ("-",))[0])
+        wait = self.limiter.retry_after(client)
+        if wait:
+            return (
+                429,
+                "too many failed logins: try again later",
+                [(b"retry-after", str(wait).encode())],
+            )
+        given = header(scope, b"authorization")
+        user = self.credentials.authenticate(given)
+        if user is not None:
+            self.limiter.succeeded(client)
+            scope[USER_SCOPE_KEY] = user
+            return None
+        if self.credentials.scrapes(given):
+            if metrics:
+                scope[USER_SCOPE_KEY] = METRICS_USER
+                return None
+            return 403, "the metrics token reads GET /metrics only", []
+        if given:  # wrong credentials (a request without any is not a guess)
+            failure = self.limiter.failed(client)
+            if self.emit is not None:
+                self.emit(
+                    WebLoginFailed(
+                        client=client,
+                        user=Credentials.claimed_user(given),
+                        failures=failure.failures,
+                        blocked_for=failure.blocked_for,
+                    )
+                )
+        return 401, "authentication required", self._challenge()
 
     def _challenge(self) -> list[tuple[bytes, bytes]]:
         if self.credentials.user:
             return [(b"www-authenticate", b'Basic realm="onthedot", charset="UTF-8"')]
         return [(b"www-authenticate", b'Bearer realm="onthedot"')]
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
 
 
 async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]]) -> None:
