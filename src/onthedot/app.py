@@ -23,9 +23,11 @@ from onthedot.domain.retry import Backoff, coerce_backoff
 from onthedot.domain.schedule import COMMAND_JOB
 from onthedot.observability.events import EventBus, JobEnqueued, LoggingSubscriber
 from onthedot.schedules import ScheduleRegistry
+from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
+    from onthedot.worker import Worker
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -226,8 +228,7 @@ class App:
         from onthedot.commands import run_command
 
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
-        self._local_wakeups: list[Callable[[set[str]], None]] = []
-        self._schedule_wakeups: list[Callable[[], None]] = []
+        self.wakeups = WakeupHub()  # in-process wake-ups of this app's workers and schedulers
         self._storage: Storage | None = None
         self._storage_lock = threading.Lock()
         self._schema_checked = False
@@ -377,10 +378,8 @@ class App:
 
     def enqueue_jobs(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
         ids = self.storage.enqueue(jobs, now=self.clock.fixed_now(), connection=connection)
-        if self._local_wakeups and connection is None:
-            queues = {job.queue for job in jobs}
-            for wake in list(self._local_wakeups):
-                wake(queues)
+        if connection is None:
+            self.wakeups.jobs_added(job.queue for job in jobs)
         if self.events.wants(JobEnqueued):
             for job_id, job in zip(ids, jobs, strict=True):
                 self.events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
@@ -413,11 +412,27 @@ class App:
         return self.schedules.declare(key, spec, job, *args, **kwargs)
 
     # -- workers ----------------------------------------------------------------------------
-    def worker(self, **options: Any) -> Any:
+    def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
-        from onthedot.worker.loop import Worker
+        from onthedot.scheduler import Scheduler
+        from onthedot.worker import Worker, WorkerDeps
 
-        return Worker(self, **options)
+        def scheduler(worker_id: str, stopping: threading.Event) -> Scheduler:
+            return Scheduler(self, worker_id=worker_id, stopping=stopping)
+
+        deps = WorkerDeps(
+            storage=self.raw_storage(),
+            clock=self.clock,
+            events=self.events,
+            jobs=self.jobs,
+            resolve=self.resolve,
+            check_schema=self.check_schema,
+            lease=self.lease,
+            retention=self.retention,
+            wakeups=self.wakeups,
+            scheduler=scheduler,
+        )
+        return Worker(deps, **options)
 
 
 def _run_at(clock: Clock, delay: Any, run_at: datetime | None) -> datetime | None:

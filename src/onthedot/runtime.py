@@ -94,8 +94,7 @@ class RuntimeSchedules:
             )
         )
         self.app.events.emit(ScheduleChanged(key=key, action=action, actor=who, note=note))
-        for wake in list(self.app._schedule_wakeups):
-            wake()
+        self.app.wakeups.schedules_changed()
 
     def _validated(self, decl: Declaration) -> ScheduleDef:
         sched, problems = validate(decl, self.app.jobs)

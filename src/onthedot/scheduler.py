@@ -192,10 +192,8 @@ class Scheduler:
                 events.emit(LedgerRepaired(plan.key, plan.repair.repaired_reason or "repaired"))
             if plan.remove:
                 events.emit(LedgerRepaired(plan.key, "no longer declared in code: stopped"))
-        if result.recorded and self.app._local_wakeups:
-            queues = {q for q in self._queues_of(result)}
-            for wake in list(self.app._local_wakeups):
-                wake(queues)
+        if result.recorded:
+            self.app.wakeups.jobs_added(self._queues_of(result))
 
     @staticmethod
     def _queues_of(result: TickResult) -> set[str]:
@@ -215,12 +213,11 @@ class Scheduler:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> None:
-        self.app._schedule_wakeups.append(self.wake.set)
+        unregister = self.app.wakeups.on_schedules_changed(self.wake.set)
         try:
             self._loop()
         finally:
-            if self.wake.set in self.app._schedule_wakeups:
-                self.app._schedule_wakeups.remove(self.wake.set)
+            unregister()
 
     def step(self) -> float:
         """One iteration of the loop: tick, then return how long to sleep (seconds), from the
