@@ -12,8 +12,8 @@ Threads:
   jobs of dead workers and prunes, each on its own interval (`maintenance.py`);
 - the scheduler (unless disabled), and the LISTEN (re)connector or the SQLite change watcher.
 
-This module owns the lifecycle: start, run, stop, the graceful shutdown that gives unstarted
-jobs back, and the signal handlers.
+This module owns the lifecycle: start, run, stop, and the graceful shutdown that gives
+unstarted jobs back (signals: `signals.py`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,11 @@ from __future__ import annotations
 import logging
 import os
 import queue as queue_mod
-import signal
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from types import FrameType
 
 from onthedot.domain.errors import OnthedotError
 from onthedot.observability.events import WorkerStarted, WorkerStopped
@@ -37,12 +35,11 @@ from onthedot.worker.completer import Completer
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
 from onthedot.worker.executor import Executors
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
+from onthedot.worker.signals import stop_on_signals
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, RunningJobs, Threads
 from onthedot.worker.wakeup import PostgresWakeup, SqliteWakeup, Wakeup
 
 log = logging.getLogger("onthedot.worker")
-
-SignalHandler = Callable[[int, FrameType | None], object] | int | None
 
 
 def _make_wakeup(storage: Storage, queues: Sequence[str]) -> Wakeup:
@@ -163,6 +160,11 @@ class Worker:
         self._unregister_wakeup: Callable[[], None] | None = None
 
     @property
+    def stop_requested(self) -> threading.Event:
+        """Set once the worker was asked to stop (it stops claiming)."""
+        return self.flags.stopping
+
+    @property
     def processed(self) -> int:
         """Jobs this worker finished (their outcomes persisted)."""
         return self.completer.processed
@@ -189,16 +191,13 @@ class Worker:
     def run(self) -> int:
         """Run until stopped (or, with burst, until the queues are empty). Returns the number of
         jobs this worker finished."""
-        previous = self._install_signal_handlers()
-        started = time.monotonic()
-        try:
+        with stop_on_signals(self, self.install_signals):
+            started = time.monotonic()
             self._start()
             reason = self.claimer.run(started)
             if reason is not None:
                 self.stop(reason=reason)
             self._shutdown()
-        finally:
-            self._restore_signal_handlers(previous)
         return self.processed
 
     # -- start and stop ---------------------------------------------------------------------
@@ -306,27 +305,3 @@ class Worker:
                 "their lease expires",
                 left,
             )
-
-    # -- signals ----------------------------------------------------------------------------
-    def _install_signal_handlers(self) -> dict[int, SignalHandler]:
-        if not self.install_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, SignalHandler] = {}
-
-        def handler(signum: int, frame: FrameType | None) -> None:
-            name = signal.Signals(signum).name
-            if self.flags.stopping.is_set():
-                log.warning("second signal: stopping at once")
-                self.stop(graceful=False)
-            else:
-                log.info("signal %s: finishing running jobs (send again to stop at once)", name)
-                self.stop(reason=f"signal {name}")
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, handler)
-        return previous
-
-    @staticmethod
-    def _restore_signal_handlers(previous: dict[int, SignalHandler]) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
