@@ -28,11 +28,11 @@ from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.scheduler import TICK_BATCH, Scheduler
 from onthedot.schedules.views import ScheduleViews
-from onthedot.wakeups import JobsListener, WakeupHub
+from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
-    from onthedot.worker.loop import Worker
+    from onthedot.worker import Worker
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -263,11 +263,21 @@ class App:
     # -- workers ----------------------------------------------------------------------------
     def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
-        from onthedot.worker.loop import Worker
+        from onthedot.worker import Worker, WorkerDeps
 
-        return Worker(self, **options)
+        def scheduler(worker_id: str, stopping: threading.Event) -> Scheduler:
+            return self.scheduler(worker_id=worker_id, stopping=stopping)
 
-    @property
-    def _local_wakeups(self) -> list[JobsListener]:
-        # Transitional, for worker/loop.py until it registers with `wakeups.on_jobs`.
-        return self.wakeups._jobs
+        deps = WorkerDeps(
+            storage=self.raw_storage(),
+            clock=self.clock,
+            events=self.events,
+            jobs=self.jobs,
+            resolve=self.resolve,
+            check_schema=self.check_schema,
+            lease=self.lease,
+            retention=self.retention,
+            wakeups=self.wakeups,
+            scheduler=scheduler,
+        )
+        return Worker(deps, **options)

@@ -10,7 +10,7 @@ import pytest
 
 from onthedot import App, JobState, current_job
 from onthedot.observability.events import JobStarted, WorkerStopped
-from onthedot.worker.loop import Worker
+from onthedot.worker import Worker
 from tests.waiting import get_job as get
 from tests.waiting import wait_for
 

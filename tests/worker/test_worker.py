@@ -19,7 +19,7 @@ import pytest
 
 from onthedot import App, Backoff, Job, JobState, current_job
 from onthedot.domain.jobs import NewJob
-from onthedot.worker.loop import Worker
+from onthedot.worker import Worker
 from tests.waiting import get_job as get
 from tests.waiting import wait_for
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import traceback as tb_module
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from onthedot.context import JobContext, reset_current, set_current
 from onthedot.domain.errors import JobNotRegistered, JobTimeout
@@ -16,8 +17,10 @@ _MAX_ERROR = 2000
 _MAX_TRACEBACK = 20000
 _DEFAULT_BACKOFF = Backoff()
 
+T = TypeVar("T")
 
-def _text(value: Any, render: Any) -> str:
+
+def _text(value: T, render: Callable[[T], object]) -> str:
     """`render(value)` (str or repr), or a note when a hostile __str__/__repr__ raises: turning
     a job's exception or result into text must never kill the executor thread."""
     try:
@@ -38,7 +41,7 @@ def _format_traceback(exc: BaseException) -> str:
     return "".join(tb_module.format_exception(exc))
 
 
-def success(job: ClaimedJob, result: Any) -> Outcome:
+def success(job: ClaimedJob, result: object) -> Outcome:
     if result is not None:
         try:
             check_json(result, "result")
@@ -89,7 +92,9 @@ def cancelled(job: ClaimedJob) -> Outcome:
     return Outcome(job.id, OutcomeKind.CANCELLED, error="cancelled on request", attempt=job.attempt)
 
 
-def run_sync(fn: Any, job: ClaimedJob, ctx: JobContext, backoff: Backoff | None) -> Outcome:
+def run_sync(
+    fn: Callable[..., object], job: ClaimedJob, ctx: JobContext, backoff: Backoff | None
+) -> Outcome:
     token = set_current(ctx)
     try:
         result = fn(*job.args, **job.kwargs)
@@ -100,7 +105,9 @@ def run_sync(fn: Any, job: ClaimedJob, ctx: JobContext, backoff: Backoff | None)
     return success(job, result)
 
 
-async def run_async(fn: Any, job: ClaimedJob, ctx: JobContext, backoff: Backoff | None) -> Outcome:
+async def run_async(
+    fn: Callable[..., Awaitable[object]], job: ClaimedJob, ctx: JobContext, backoff: Backoff | None
+) -> Outcome:
     token = set_current(ctx)
     deadline = asyncio.timeout(job.timeout) if job.timeout else None
     try:

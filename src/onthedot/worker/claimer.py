@@ -1,0 +1,191 @@
+"""The claimer: the thread calling `Worker.run` claims up to the free capacity, queue by queue
+in the order given, and sleeps on the wake-up until something may be ready.
+
+Latency of a job enqueued while the worker is idle: the claimer itself sleeps on the LISTEN
+connection (see `wakeup.py`), claims, and wakes exactly one idle executor per claimed job; the
+work that follows a claim (the next-ready lookup, the paused-queue check, outcomes) stays off
+that path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from onthedot.clock import Clock
+from onthedot.domain.errors import OnthedotError
+from onthedot.storage.interface import Storage
+from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
+from onthedot.worker.state import Flags, Pipeline
+from onthedot.worker.wakeup import Wakeup
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOptions:
+    worker_id: str
+    queues: tuple[str, ...]
+    batch_size: int  # most jobs claimed per statement
+    lease: float
+    burst: bool  # stop once nothing is ready and nothing runs
+    poll_interval: float
+    stop_after: float | None
+
+
+class PausedQueues:
+    """The paused queues, read by the first claim and then by the keeper every 2 s, off the
+    claim path."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.names: set[str] = set()
+        self.checked = 0.0  # monotonic; 0: never read (the first claim reads it)
+
+    def active(self, queues: tuple[str, ...]) -> Sequence[str]:
+        if not self.checked:
+            self.refresh()
+        if not self.names:
+            return queues
+        return [q for q in queues if q not in self.names]
+
+    def refresh(self) -> None:
+        self.names = self.storage.paused_queues()
+        self.checked = time.monotonic()
+
+    def refresh_if_stale(self, now: float) -> None:
+        """The keeper's check (monotonic `now`); nothing before the first claim read them."""
+        if self.checked and now - self.checked > PAUSED_EVERY:
+            self.checked = now  # if the read fails, retried 2 s later
+            self.refresh()
+
+
+class Claimer:
+    # Wake-ups arriving within this many seconds skip the next-ready lookup: a worker fed a
+    # steady stream of jobs claims delayed jobs that came due at its next claim anyway.
+    QUIET = 0.02
+    BUSY_LOCK_RECHECK = 0.25  # a ready job whose lock key is held: how often to look again
+
+    def __init__(
+        self,
+        options: ClaimOptions,
+        *,
+        storage: Storage,
+        clock: Clock,
+        pipeline: Pipeline,
+        paused: PausedQueues,
+        wakeup: Wakeup,
+        flags: Flags,
+        backoff: DatabaseBackoff,
+    ) -> None:
+        self.options = options
+        self.storage = storage
+        self.clock = clock
+        self.pipeline = pipeline
+        self.paused = paused
+        self.wakeup = wakeup
+        self.flags = flags
+        self.backoff = backoff
+        self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
+        self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
+
+    def run(self, started: float) -> str | None:
+        """Claim until the worker stops; the reason to stop if the claimer decided it
+        (`stop_after` elapsed, a burst found the queues empty), else None."""
+        opts = self.options
+        errors = 0
+        settled = False
+        while not self.flags.stopping.is_set():
+            if opts.stop_after is not None and time.monotonic() - started >= opts.stop_after:
+                return "stop_after elapsed"
+            free = self.pipeline.wait_for_room()
+            if not free:
+                continue
+            try:
+                claimed, more = self.claim(free)
+                errors = 0
+            except (OnthedotError, OSError) as exc:
+                errors += 1
+                self.backoff.error("claim", exc, errors)
+                continue
+            if claimed:
+                self._stuck = False
+                if more or opts.burst:
+                    settled = False
+                    continue
+            if opts.burst:
+                # Empty means: nothing claimable after every outcome was written (a finished
+                # job may free a lock key, or a retry may be due at once), checked twice.
+                if self.pipeline.drained(0.05):
+                    if settled:
+                        return "burst: queues empty"
+                    settled = True
+                else:
+                    settled = False
+                continue
+            # Every queue gave fewer jobs than asked: nothing more is ready, and whatever gets
+            # ready next is announced (or found by the lookup in `idle`). Sleep at once, so
+            # the executors just woken have the interpreter to themselves.
+            try:
+                self.idle()
+            except (OnthedotError, OSError) as exc:
+                errors += 1
+                self.backoff.error("claim", exc, errors)
+        return None
+
+    def idle(self) -> None:
+        """Sleep until woken, the next delayed job is ready, or the poll interval passes.
+
+        The next-ready lookup is a round trip: it waits until the worker has been quiet for
+        `QUIET` (or until the instant the previous lookup gave), so it never sits between a
+        notification and the claim, nor competes with the start of the job just claimed."""
+        timeout = self.options.poll_interval
+        if self.options.stop_after is not None:
+            timeout = min(timeout, 0.1)
+        if self._stuck:
+            # The lookup saw a ready job and the claim right after got none: its lock key is
+            # held (or another worker took it). Look again shortly.
+            self._stuck = False
+            self.wakeup.wait(min(timeout, self.BUSY_LOCK_RECHECK))
+            return
+        now = time.monotonic()
+        due = self._ready_at
+        if due is not None and due <= now:
+            due = self._ready_at = None  # the claim just made was the one it announced
+        quiet = min(timeout, self.QUIET)
+        if due is not None:
+            quiet = min(quiet, due - now)
+        if self.wakeup.wait(quiet):
+            return
+        if due is not None and time.monotonic() >= due:
+            return  # claim the job the previous lookup announced
+        if quiet >= timeout:
+            return
+        timeout -= quiet
+        self._ready_at = None
+        queues = self.paused.active(self.options.queues)
+        if queues:
+            ready_in = self.storage.seconds_until_ready(queues, now=self.clock.fixed_now())
+            if ready_in is not None:
+                if ready_in <= 0:
+                    self._stuck = True  # a ready job nobody announced (a retry): claim it now
+                    return
+                self._ready_at = time.monotonic() + ready_in
+                timeout = min(timeout, ready_in)
+        self.wakeup.wait(timeout)
+
+    def claim(self, free: int) -> tuple[int, bool]:
+        """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
+        opts = self.options
+        total = 0
+        now = self.clock.fixed_now()
+        for queue_name in self.paused.active(opts.queues):
+            want = min(free - total, opts.batch_size)
+            if want <= 0:
+                return total, True  # no room left for this queue's jobs
+            jobs = self.storage.claim_jobs(opts.worker_id, queue_name, want, opts.lease, now=now)
+            if jobs:
+                self.pipeline.add_claimed(jobs)
+                total += len(jobs)
+                if len(jobs) >= want:
+                    return total, True
+        return total, False

@@ -1,0 +1,144 @@
+"""Keeping a worker alive and its database tidy: the keeper thread heartbeats (extends the leases
+of held jobs, reads cancel requests), enforces timeouts, rescues jobs of dead workers, prunes,
+and re-reads the paused queues, each on its own interval. `DatabaseBackoff` is how every worker
+thread waits out database trouble."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from onthedot.clock import Clock
+from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
+from onthedot.observability.events import DatabaseError, EventBus, JobRescued
+from onthedot.storage.interface import Storage
+from onthedot.worker.state import Flags, Pipeline, RunningJobs
+
+log = logging.getLogger("onthedot.worker")
+
+T = TypeVar("T")
+
+PRUNE_EVERY = 300.0  # seconds between prunes, across all workers (a maintenance lease)
+PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
+
+
+class DatabaseBackoff:
+    """Report a database error (a DatabaseError event) and wait before the next try, with
+    exponential backoff bounded at 10 s; the wait ends early when the worker stops."""
+
+    def __init__(self, events: EventBus, flags: Flags) -> None:
+        self.events = events
+        self.flags = flags
+
+    def error(self, where: str, exc: BaseException, errors: int, wait: bool = True) -> None:
+        delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+        self.events.emit(DatabaseError(where=where, error=str(exc), retry_in=delay))
+        if wait:
+            # The claimer gives up at a graceful stop; persisting outcomes only at a hard one.
+            event = self.flags.stopping if where == "claim" else self.flags.hard_stop
+            event.wait(delay)
+
+    def retry(self, where: str, fn: Callable[[], T]) -> T:
+        """`fn()`, retried while the database is unavailable (until the worker stops)."""
+        errors = 0
+        while True:
+            try:
+                return fn()
+            except DatabaseUnavailable as exc:
+                errors += 1
+                if self.flags.stopping.is_set():
+                    raise
+                self.error(where, exc, errors, wait=False)
+                self.flags.stopping.wait(min(0.1 * 2 ** min(errors, 10), 10.0))
+
+
+class Keeper:
+    """The keeper thread's loop (`run`), until `flags.keeper_stop` is set."""
+
+    def __init__(
+        self,
+        *,
+        worker_id: str,
+        storage: Storage,
+        clock: Clock,
+        events: EventBus,
+        lease: float,
+        retention: timedelta,
+        pipeline: Pipeline,
+        running: RunningJobs,
+        flags: Flags,
+        backoff: DatabaseBackoff,
+        enforce_timeouts: Callable[[float], None],
+        refresh_paused: Callable[[float], None],
+    ) -> None:
+        self.worker_id = worker_id
+        self.storage = storage
+        self.clock = clock
+        self.events = events
+        self.lease = lease
+        self.retention = retention
+        self.heartbeat_every = min(max(lease / 3, 0.05), 10.0)
+        self.pipeline = pipeline
+        self.running = running
+        self.flags = flags
+        self.backoff = backoff
+        self.enforce_timeouts = enforce_timeouts
+        self.refresh_paused = refresh_paused
+
+    def run(self) -> None:
+        next_beat = 0.0
+        next_rescue = 0.0
+        next_prune = time.monotonic() + 5.0
+        errors = 0
+        stop = self.flags.keeper_stop
+        while not stop.is_set():
+            now = time.monotonic()
+            self.enforce_timeouts(now)
+            try:
+                if now >= next_beat:
+                    self.heartbeat()
+                    next_beat = now + self.heartbeat_every
+                if now >= next_rescue:
+                    self.rescue()
+                    next_rescue = now + max(self.lease / 2, 0.05)
+                if now >= next_prune:
+                    self.prune()
+                    next_prune = now + 60.0
+                self.refresh_paused(now)
+                errors = 0
+            except (OnthedotError, OSError) as exc:
+                errors += 1
+                self.backoff.error("heartbeat", exc, errors, wait=False)
+                next_beat = now + min(2.0**errors * 0.1, 5.0)
+            stop.wait(0.05)
+
+    def heartbeat(self) -> None:
+        held = self.pipeline.held_ids()
+        cancel = self.storage.heartbeat(
+            self.worker_id, self.lease, now=self.clock.fixed_now(), held=held
+        )
+        if cancel:
+            for future in self.running.request_cancel(cancel):
+                future.cancel()
+        self.running.forget_finished_cancels()
+
+    def rescue(self) -> None:
+        rescued = self.storage.rescue_jobs(now=self.clock.fixed_now())
+        for r in rescued:
+            self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
+
+    def prune(self) -> None:
+        if not self.storage.acquire_maintenance(
+            "prune", PRUNE_EVERY, self.worker_id, now=self.clock.fixed_now()
+        ):
+            return
+        now = self.clock.fixed_now() or self.storage.db_now()
+        counts = self.storage.prune(
+            older_than=now - self.retention,
+            workers_older_than=now - timedelta(seconds=max(self.lease * 10, 3600)),
+        )
+        if any(counts.values()):
+            log.info("pruned %s", " ".join(f"{k}={v}" for k, v in counts.items()))

@@ -1,0 +1,231 @@
+"""The state the worker's threads share, each piece behind one small object with its own lock:
+
+- `Pipeline`: claimed jobs on their way from the claimer to the executors, and the counts the
+  claimer sizes its next claim by (taken but unfinished, finished but not yet persisted);
+- `RunningJobs`: the jobs executing now (for timeouts and cancel requests);
+- `Flags`: the stop events; `Threads`: every thread the worker started;
+- the outcome queue between the executors and the completer.
+"""
+
+from __future__ import annotations
+
+import queue as queue_mod
+import threading
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import Enum
+
+from onthedot.domain.jobs import ClaimedJob, Outcome
+
+
+class Sentinel(Enum):
+    STOP = "stop"  # put in the buffer or the outcome queue: the thread reading it returns
+
+
+STOP = Sentinel.STOP
+
+# (job, outcome, seconds it ran; None if it never started)
+Done = tuple[ClaimedJob, Outcome, float | None]
+OutcomeQueue = queue_mod.SimpleQueue[Done | Sentinel]
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    """`stopping`: stop claiming and drain; `hard_stop`: stop at once; `keeper_stop`: the
+    keeper's own stop, set once nothing runs any more."""
+
+    stopping: threading.Event = field(default_factory=threading.Event)
+    hard_stop: threading.Event = field(default_factory=threading.Event)
+    keeper_stop: threading.Event = field(default_factory=threading.Event)
+
+
+class Threads:
+    """The worker's threads (daemons), kept so shutdown can join them."""
+
+    def __init__(self) -> None:
+        self.all: list[threading.Thread] = []
+
+    def start(self, target: Callable[[], None], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self.all.append(thread)
+        return thread
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def __iter__(self) -> Iterator[threading.Thread]:
+        return iter(list(self.all))
+
+
+class Pipeline:
+    """Claimed jobs between the claimer and the executors, and the counts behind claiming.
+
+    One lock, two conditions: executors wait on `cond` for claimed jobs, the claimer waits on
+    `room` for free capacity (or, in burst mode, for outcomes to be written)."""
+
+    def __init__(self, max_inflight: int, refill_at: int) -> None:
+        self.max_inflight = max_inflight
+        self.refill_at = refill_at
+        self.buffer: deque[ClaimedJob | Sentinel] = deque()
+        lock = threading.RLock()
+        self.cond = threading.Condition(lock)
+        self.room = threading.Condition(lock)
+        self.inflight = 0  # claimed and not yet finished (buffered or running)
+        self.unpersisted = 0  # outcomes handed to the completer, not yet written
+        # Ids of jobs claimed and not yet finished or given back: only their leases are
+        # extended, so a job claimed by a statement whose reply was lost expires and is
+        # rescued instead of being held forever by a worker that does not know it has it.
+        self.held: set[int] = set()
+
+    # -- the claimer ------------------------------------------------------------------------
+    def wait_for_room(self) -> int:
+        """How many jobs to claim now; 0 after a short wait for room."""
+        with self.cond:
+            free = self.max_inflight - self.inflight
+            # Refill in batches: wait until half the room is free, unless the executors have
+            # nothing left to start (then any room is worth a claim).
+            if free <= 0 or (free < self.refill_at and self.buffer):
+                self.room.wait(0.1)
+                return 0
+            return free
+
+    def add_claimed(self, jobs: list[ClaimedJob]) -> None:
+        with self.cond:
+            self.buffer.extend(jobs)
+            self.held.update(j.id for j in jobs)
+            self.inflight += len(jobs)
+            self.cond.notify(len(jobs))  # one idle executor per job, no more
+
+    def drained(self, timeout: float) -> bool:
+        """True if nothing is taken or unpersisted; else wait up to `timeout` for outcomes."""
+        with self.cond:
+            if self.inflight == 0 and self.unpersisted == 0:
+                return True
+            self.room.wait(timeout)
+            return False
+
+    # -- the executors ----------------------------------------------------------------------
+    def take(self, stopping: threading.Event) -> ClaimedJob | Sentinel:
+        """The next claimed job (blocking). While stopping, unstarted jobs stay in the buffer
+        (they are given back): only STOP is taken."""
+        cond = self.cond
+        buffer = self.buffer
+        with cond:
+            while not buffer or (stopping.is_set() and buffer[0] is not STOP):
+                cond.wait()
+            return buffer.popleft()
+
+    def finished(self) -> None:
+        """A taken job has its outcome (handed to the completer)."""
+        with self.cond:
+            self.unpersisted += 1
+            self.inflight -= 1
+            free = self.max_inflight - self.inflight
+            if free == self.refill_at or not self.buffer:
+                self.room.notify()  # only the claimer waits for room
+
+    # -- the completer ----------------------------------------------------------------------
+    def persisted(self, job_ids: Iterable[int], count: int, burst: bool) -> None:
+        with self.cond:
+            self.held.difference_update(job_ids)
+            self.unpersisted -= count
+            if burst and not self.unpersisted:
+                self.room.notify()
+
+    # -- the keeper and shutdown ------------------------------------------------------------
+    def held_ids(self) -> list[int]:
+        with self.cond:
+            return list(self.held)
+
+    def take_unstarted(self) -> list[int]:
+        """Empty the buffer; the ids of the jobs it held (to be given back)."""
+        with self.cond:
+            unstarted = [j.id for j in self.buffer if j is not STOP]
+            self.buffer.clear()
+            self.held.difference_update(unstarted)
+            self.inflight -= len(unstarted)
+            self.cond.notify_all()
+            return unstarted
+
+    def taken(self) -> int:
+        with self.cond:
+            return self.inflight
+
+    def stop_executors(self, count: int) -> None:
+        for _ in range(count):
+            with self.cond:
+                self.buffer.append(STOP)
+                self.cond.notify_all()
+
+    def wake_all(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+            self.room.notify_all()
+
+
+@dataclass(slots=True)
+class Running:
+    job: ClaimedJob
+    started: float  # monotonic
+    deadline: float | None
+    timed_out: bool = False
+    future: Future[Outcome] | None = None  # an async job's, on the event loop
+
+
+class RunningJobs:
+    """The jobs executing now, and the cancel requests read by the heartbeat."""
+
+    def __init__(self) -> None:
+        self._running: dict[int, Running] = {}
+        self._lock = threading.Lock()
+        self.cancel_requested: set[int] = set()
+
+    def add(self, running: Running) -> None:
+        with self._lock:
+            self._running[running.job.id] = running
+
+    def remove(self, running: Running) -> bool:
+        """Remove `running` (only that entry: a thread abandoned at its timeout may return
+        while a later attempt of the same job runs); True if it had timed out."""
+        with self._lock:
+            job_id = running.job.id
+            if self._running.get(job_id) is running:
+                del self._running[job_id]
+            return running.timed_out
+
+    def discard(self, job_id: int) -> None:
+        with self._lock:
+            self._running.pop(job_id, None)
+
+    def expire(self, now: float) -> list[Running]:
+        """Mark and return the jobs past their deadline at monotonic `now`."""
+        expired: list[Running] = []
+        with self._lock:
+            for running in self._running.values():
+                if (
+                    running.deadline is not None
+                    and not running.timed_out
+                    and now > running.deadline
+                ):
+                    running.timed_out = True
+                    expired.append(running)
+        return expired
+
+    def request_cancel(self, job_ids: Collection[int]) -> list[Future[Outcome]]:
+        """Record cancel requests; the futures of those running as async jobs (to cancel
+        outside the lock: cancelling runs the done callback, which takes it)."""
+        self.cancel_requested.update(job_ids)
+        with self._lock:
+            return [
+                r.future
+                for r in map(self._running.get, job_ids)
+                if r is not None and r.future is not None
+            ]
+
+    def forget_finished_cancels(self) -> None:
+        if self.cancel_requested:
+            with self._lock:
+                self.cancel_requested.intersection_update(self._running)
