@@ -84,13 +84,17 @@ class Scheduler:
         """Reconcile the ledger with the declarations (first sight, timing changes, removals).
         `now` replaces the clock's time (a test hook; None: the app's clock decides)."""
         declared = self.app.schedules.declared()
-        report = self.storage.sync_declared(
+        with self.storage.sync_declared(
             generation=self.generation,
             fence_ttl=self.app.lease,
-            plan=lambda now, rows: plan_sync(now, rows, declared, self.generation),
-            now=now or self.app.clock.fixed_now(),
             keys=list(declared),
-        )
+            now=now or self.app.clock.fixed_now(),
+        ) as sync:
+            if sync.fenced:
+                report = SyncReport(fenced=True)
+            else:
+                report = plan_sync(sync.now, sync.rows, declared, self.generation)
+                sync.apply(report)
         self._set_fenced(report.fenced)
         events = self.app.events
         for row in report.restarts:
@@ -116,15 +120,15 @@ class Scheduler:
         skip_keys = self._skip_keys(self.app.schedules.declared())
         full = False
         while True:
-            result = self.storage.tick(
-                self._decide,
+            with self.storage.tick(
                 generation=self.generation,
                 fence_ttl=self.app.lease,
                 limit=self.batch,
-                now=now or self.app.clock.fixed_now(),
                 skip_keys=skip_keys,
                 expect_due=full,
-            )
+                now=now or self.app.clock.fixed_now(),
+            ) as tick:
+                result = tick.done or tick.apply(self._decide(tick.now, tick.due_rows()))
             self.ticks += 1
             if result.fenced != self.fenced:
                 was = self.fenced

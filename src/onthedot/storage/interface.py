@@ -7,7 +7,8 @@ clock (PostgreSQL `now()`, SQLite's host clock); a datetime (a test's manual clo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -103,7 +104,28 @@ class TickResult:
     next_due_at: datetime | None = None
 
 
-Decide = Callable[[datetime, Iterable[DueRow]], Sequence[TickPlan]]
+class SyncTransaction(Protocol):
+    """An open sync transaction (see Storage.sync_declared)."""
+
+    now: datetime  # the transaction's clock
+    fenced: bool  # a newer generation is alive: nothing may be written
+    rows: list[LedgerRow]  # the rows to plan from (empty when fenced)
+
+    def apply(self, report: SyncReport) -> None:
+        """Write the report's inserts, restarts and removals (nothing when fenced)."""
+
+
+class TickTransaction(Protocol):
+    """An open tick (see Storage.tick)."""
+
+    now: datetime  # the tick's clock
+    done: TickResult | None  # set when there is nothing to decide: idle, fenced, nothing due
+
+    def due_rows(self) -> Iterable[DueRow]:
+        """The due rows this tick holds locked."""
+
+    def apply(self, plans: Sequence[TickPlan]) -> TickResult:
+        """Write the plans' slot history rows, their jobs and the new ledger state."""
 
 
 class Storage(Protocol):
@@ -246,35 +268,31 @@ class Storage(Protocol):
         *,
         generation: int,
         fence_ttl: float,
-        plan: Callable[[datetime, Sequence[LedgerRow]], SyncReport],
-        now: datetime | None = None,
         keys: Sequence[str] = (),
-    ) -> SyncReport:
-        """Reconcile the ledger with the code's declarations in one fenced transaction:
-        `plan(now, rows)` gets the rows of `keys` and every code row not marked removed, and
-        decides inserts, restarts and removals; the storage applies them unless a live
-        scheduler worker of a newer generation exists (then the report says `fenced`)."""
+        now: datetime | None = None,
+    ) -> AbstractContextManager[SyncTransaction]:
+        """Open the transaction reconciling the ledger with the code's declarations: it holds
+        the rows of `keys` and every code row not marked removed; the caller plans and applies.
+        Fenced (nothing may be written) while a live scheduler of a newer generation exists."""
 
     def tick(
         self,
-        decide: Decide,
         *,
         generation: int,
         fence_ttl: float,
         limit: int,
-        now: datetime | None = None,
         skip_keys: Sequence[str] = (),
         expect_due: bool = False,
-    ) -> TickResult:
-        """One scheduler transaction: lock up to `limit` due ledger rows (skipping rows another
-        scheduler holds), call `decide(now, rows)`, then write the slot history rows, their
-        jobs and the new ledger state together. A slot whose history row already exists is
-        not enqueued again. Fenced (nothing written) while a newer generation is alive: the
-        fence is checked inside that transaction. Rows of `skip_keys` (and runtime rows with
-        overlap "skip") get `active_jobs` filled.
+        now: datetime | None = None,
+    ) -> AbstractContextManager[TickTransaction]:
+        """Open one scheduler transaction holding up to `limit` due ledger rows locked (skipping
+        rows another scheduler holds); the caller decides and applies. A slot whose history row
+        already exists is not enqueued again. Fenced (`done`, nothing written) while a newer
+        generation is alive: the fence is checked inside that transaction. Rows of `skip_keys`
+        (and runtime rows with overlap "skip") get `active_jobs` filled.
 
-        While nothing is due it opens no transaction: one read returns the clock, the fence
-        and the earliest next_due_at (an `idle` result carrying `next_due_at`). With
+        While nothing is due it opens no transaction: one read gives the clock, the fence and
+        the earliest next_due_at (`done` is an `idle` result carrying `next_due_at`). With
         `expect_due` (the caller's previous batch was full) it skips that read."""
 
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
@@ -289,7 +307,7 @@ class Storage(Protocol):
     def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
         """Slot history of a schedule, newest slot first, with each job's state."""
 
-    def upsert_dynamic(self, row: LedgerRow, *, create: bool, now: datetime | None = None) -> None:
+    def upsert_dynamic(self, row: LedgerRow, *, now: datetime | None = None) -> None:
         """Create or replace a dynamic schedule's definition (ledger row)."""
 
     def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
