@@ -269,8 +269,7 @@ class App:
     def check_schema(self) -> None:
         """Raise SchemaOutOfDate unless the database schema is current."""
         storage = self.raw_storage()
-        if storage.backend == "sqlite":
-            storage.migrate()  # the zero-setup default migrates itself on first use
+        storage.ensure_schema()  # the zero-setup default (SQLite) migrates itself on first use
         current, latest = storage.schema_version()
         if current < latest:
             raise SchemaOutOfDate(

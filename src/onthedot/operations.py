@@ -16,6 +16,7 @@ from onthedot.domain.jobs import iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
 from onthedot.runtime import RuntimeSchedules, default_actor
+from onthedot.storage.interface import OperatorPatch
 
 if TYPE_CHECKING:
     from onthedot.domain.ledger import LedgerRow
@@ -76,14 +77,14 @@ class OperatorControls(RuntimeSchedules):
         who = actor or default_actor()
         self._storage.update_operator_state(
             key,
-            {
-                "paused": True,
-                "paused_until": until,
-                "pause_note": note,
-                "paused_by": who,
-                "paused_at": now,
-                "next_due_at": until,
-            },
+            OperatorPatch(
+                paused=True,
+                paused_until=until,
+                pause_note=note,
+                paused_by=who,
+                paused_at=now,
+                next_due_at=until,
+            ),
             now=self.app.clock.fixed_now(),
         )
         self._audit("paused", key, who, note, {"until": iso(until)})
@@ -103,7 +104,9 @@ class OperatorControls(RuntimeSchedules):
             changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
         else:
             changes = _end_pause(row, sched, now)
-        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
+        self._storage.update_operator_state(
+            key, OperatorPatch(**changes), now=self.app.clock.fixed_now()
+        )
         self._audit("resumed", key, actor, note, {"catchup": catchup})
         return self.get(key)
 
@@ -264,7 +267,9 @@ class OperatorControls(RuntimeSchedules):
         for slot in self._future_skips(key, floor):
             removed += self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
         changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
-        self._storage.update_operator_state(key, changes, now=self.app.clock.fixed_now())
+        self._storage.update_operator_state(
+            key, OperatorPatch(**changes), now=self.app.clock.fixed_now()
+        )
         self._audit("reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused})
 
     def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
@@ -22,6 +23,7 @@ from onthedot.domain.ledger import (
     SyncReport,
     TickPlan,
 )
+from onthedot.storage.wakeup import Wakeup
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,36 @@ class WorkerRow:
             "stopping": self.stopping,
             "running_jobs": self.running_jobs,
         }
+
+
+class Keep(Enum):
+    """An operator-state field left as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorPatch:
+    """Operator state of one ledger row to change (pause, cursor, missed counters); a field
+    left at KEEP keeps its value. None is a value (for example no pause end)."""
+
+    paused: bool | Keep = KEEP
+    paused_until: datetime | Keep | None = KEEP
+    pause_note: str | Keep | None = KEEP
+    paused_by: str | Keep | None = KEEP
+    paused_at: datetime | Keep | None = KEEP
+    cursor: datetime | Keep = KEEP
+    next_due_at: datetime | Keep | None = KEEP
+    missed_total: int | Keep = KEEP
+    last_missed_from: datetime | Keep | None = KEEP
+    last_missed_to: datetime | Keep | None = KEEP
+
+    def changes(self) -> dict[str, Any]:
+        """The fields to change, by name."""
+        return {f: v for f in self.__slots__ if (v := getattr(self, f)) is not KEEP}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +174,12 @@ class Storage(Protocol):
 
     def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied. Safe to run concurrently."""
+
+    def ensure_schema(self) -> None:
+        """Migrate now if this backend migrates itself on first use (SQLite); else nothing."""
+
+    def wakeup(self, queues: Collection[str]) -> Wakeup:
+        """A wake-up for a worker idle on these queues: woken when their jobs may be ready."""
 
     def schema_version(self) -> tuple[int, int]:
         """(version in the database, latest version this code knows)."""
@@ -315,11 +353,9 @@ class Storage(Protocol):
         Returns how many jobs were cancelled."""
 
     def update_operator_state(
-        self, key: str, changes: dict[str, Any], *, now: datetime | None = None
+        self, key: str, patch: OperatorPatch, *, now: datetime | None = None
     ) -> LedgerRow | None:
-        """Set operator columns (paused, paused_until, pause_note, paused_by, paused_at, cursor,
-        next_due_at, missed_total, last_missed_from, last_missed_to) of one row; None if the
-        key has no row."""
+        """Change one row's operator state as the patch says; None if the key has no row."""
 
     def record_slots(
         self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]

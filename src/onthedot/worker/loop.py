@@ -48,7 +48,7 @@ from onthedot.observability.events import (
 )
 from onthedot.storage.interface import WorkerInfo
 from onthedot.worker import execute
-from onthedot.worker.wakeup import PostgresWakeup, SqliteWakeup, Wakeup
+from onthedot.worker.wakeup import Wakeup
 
 if TYPE_CHECKING:
     from onthedot.app import App
@@ -179,9 +179,7 @@ class Worker:
 
     # -- start and stop ---------------------------------------------------------------------
     def _make_wakeup(self) -> Wakeup:
-        if self.storage.backend == "postgresql":
-            return PostgresWakeup(self.storage, set(self.queues))
-        return SqliteWakeup(getattr(self.storage, "path", ":memory:"))
+        return self.storage.wakeup(set(self.queues))
 
     def _start(self) -> None:
         # A worker started while the database is down waits for it; an old schema stops it.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -22,8 +22,10 @@ from onthedot.storage.postgres.dialect import PostgresDialect
 from onthedot.storage.postgres.pool import _configure, _one_line, _Pool
 from onthedot.storage.postgres.rows import enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
+from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sqlfile import load_migrations
+from onthedot.storage.wakeup import Wakeup
 
 _D = PostgresDialect()
 Q = _D.q
@@ -106,7 +108,13 @@ class PostgresStorage(SqlStorage):
         with self._read() as conn, conn.transaction():
             yield conn
 
-    def connect_listener(self) -> psycopg.Connection[Any]:
+    def ensure_schema(self) -> None:
+        """PostgreSQL is migrated by `onthedot migrate`, never on first use."""
+
+    def wakeup(self, queues: Collection[str]) -> Wakeup:
+        return PostgresWakeup(self._connect_listener, set(queues))
+
+    def _connect_listener(self) -> psycopg.Connection[Any]:
         """A dedicated autocommit connection for LISTEN (not from the pool)."""
         try:
             return psycopg.connect(self.url, autocommit=True)

@@ -5,27 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
+from onthedot.storage.interface import OperatorPatch
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 
-_OPERATOR_COLUMNS = frozenset(
-    {
-        "paused",
-        "paused_until",
-        "pause_note",
-        "paused_by",
-        "paused_at",
-        "cursor",
-        "next_due_at",
-        "missed_total",
-        "last_missed_from",
-        "last_missed_to",
-    }
-)
 _TIME_COLUMNS = frozenset(
     {"paused_until", "paused_at", "cursor", "next_due_at", "last_missed_from", "last_missed_to"}
 )
@@ -64,17 +50,15 @@ class HistoryVerbs(SqlBase):
         return cancelled
 
     def update_operator_state(
-        self, key: str, changes: dict[str, Any], *, now: datetime | None = None
+        self, key: str, patch: OperatorPatch, *, now: datetime | None = None
     ) -> LedgerRow | None:
-        unknown = set(changes) - _OPERATOR_COLUMNS
-        if unknown:
-            raise ValueError(f"not operator columns: {sorted(unknown)}")
+        changes = patch.changes()
         d = self.d
         values = {
             c: d.instant(v) if c in _TIME_COLUMNS else d.flag(v) if isinstance(v, bool) else v
             for c, v in changes.items()
         }
-        sets = ", ".join(f'"{c}" = {d.param(c)}' for c in changes)
+        sets = ", ".join(f'"{c}" = {d.param(c)}' for c in changes) or '"paused" = "paused"'
         sql = d.q["update_operator_state"].replace("{sets}", sets)
         with self._write() as conn:
             params = {**values, "key": key, "now": d.now(self._fixed(now))}

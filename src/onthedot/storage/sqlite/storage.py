@@ -14,7 +14,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -29,6 +29,8 @@ from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.sqlite.dialect import SqliteDialect
 from onthedot.storage.sqlite.tick import insert_job, write_tick
 from onthedot.storage.sqlite.timeconv import from_ts, opt_dt, slot_ts, to_ts
+from onthedot.storage.sqlite.wakeup import SqliteWakeup
+from onthedot.storage.wakeup import Wakeup
 
 _D = SqliteDialect()
 Q = _D.q
@@ -219,6 +221,12 @@ class SqliteStorage(SqlStorage):
             conn.execute("COMMIT")
         self._schema_ready = True
         return applied
+
+    def ensure_schema(self) -> None:
+        self.migrate()
+
+    def wakeup(self, queues: Collection[str]) -> Wakeup:
+        return SqliteWakeup(self.path)
 
     def schema_version(self) -> tuple[int, int]:
         latest = len(load_migrations("sqlite"))
