@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
-from onthedot.clock import Clock, SystemClock
+from onthedot.clock import Clock, ClockOf, SystemClock
 from onthedot.config import parse_database_url, resolve_database_url
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered, SchemaOutOfDate
@@ -251,7 +251,11 @@ class App:
                 if self._storage is None:
                     from onthedot.storage import open_storage
 
-                    self._storage = open_storage(self.database_url, pool_size=self.pool_size)
+                    self._storage = open_storage(
+                        self.database_url,
+                        pool_size=self.pool_size,
+                        clock=ClockOf(lambda: self.clock),
+                    )
         if not self._schema_checked:
             self.check_schema()
         return self._storage
@@ -263,7 +267,11 @@ class App:
 
             with self._storage_lock:
                 if self._storage is None:
-                    self._storage = open_storage(self.database_url, pool_size=self.pool_size)
+                    self._storage = open_storage(
+                        self.database_url,
+                        pool_size=self.pool_size,
+                        clock=ClockOf(lambda: self.clock),
+                    )
         return self._storage
 
     def check_schema(self) -> None:
@@ -375,7 +383,7 @@ class App:
         return self.resolve(name).enqueue(*args, **kwargs)
 
     def enqueue_jobs(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
-        ids = self.storage.enqueue(jobs, now=self.clock.fixed_now(), connection=connection)
+        ids = self.storage.enqueue(jobs, connection=connection)
         if self._local_wakeups and connection is None:
             queues = {job.queue for job in jobs}
             for wake in list(self._local_wakeups):
@@ -393,16 +401,16 @@ class App:
         return self.storage.list_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
-        return self.storage.retry_job(job_id, now=self.clock.fixed_now())
+        return self.storage.retry_job(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
-        return self.storage.cancel_job(job_id, now=self.clock.fixed_now())
+        return self.storage.cancel_job(job_id)
 
     def delete_job(self, job_id: int) -> bool:
         return self.storage.delete_job(job_id)
 
     def queue_stats(self) -> list[QueueStats]:
-        return self.storage.queue_stats(now=self.clock.fixed_now())
+        return self.storage.queue_stats()
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -86,6 +87,23 @@ class ManualClock:
             time.sleep(min(seconds, 0.01))
             return False
         return wake.wait(min(seconds, 0.01))
+
+
+class ClockOf:
+    """Whichever clock `get()` returns at each call: the storage follows the App's clock, which
+    a test may replace after the storage is built."""
+
+    def __init__(self, get: Callable[[], Clock]) -> None:
+        self._get = get
+
+    def now(self) -> datetime:
+        return self._get().now()
+
+    def fixed_now(self) -> datetime | None:
+        return self._get().fixed_now()
+
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+        return self._get().sleep(seconds, wake)
 
 
 def utcnow_wall() -> datetime:

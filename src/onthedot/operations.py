@@ -85,7 +85,6 @@ class OperatorControls(RuntimeSchedules):
                 paused_at=now,
                 next_due_at=until,
             ),
-            now=self.app.clock.fixed_now(),
         )
         self._audit("paused", key, who, note, {"until": iso(until)})
         return self.get(key)
@@ -104,9 +103,7 @@ class OperatorControls(RuntimeSchedules):
             changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
         else:
             changes = _end_pause(row, sched, now)
-        self._storage.update_operator_state(
-            key, OperatorPatch(**changes), now=self.app.clock.fixed_now()
-        )
+        self._storage.update_operator_state(key, OperatorPatch(**changes))
         self._audit("resumed", key, actor, note, {"catchup": catchup})
         return self.get(key)
 
@@ -267,9 +264,7 @@ class OperatorControls(RuntimeSchedules):
         for slot in self._future_skips(key, floor):
             removed += self._storage.delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
         changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
-        self._storage.update_operator_state(
-            key, OperatorPatch(**changes), now=self.app.clock.fixed_now()
-        )
+        self._storage.update_operator_state(key, OperatorPatch(**changes))
         self._audit("reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused})
 
     def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:

@@ -167,7 +167,7 @@ class RuntimeSchedules:
         sched = self._validated(decl)
         now = self._now()
         row = self._dynamic_ledger_row(sched, cursor=now, reason="created")
-        self._storage.upsert_dynamic(row, now=self.app.clock.fixed_now())
+        self._storage.upsert_dynamic(row)
         self._audit("created", key, actor, details={"spec": row.spec, **(row.definition or {})})
         return self.get(key)
 
@@ -200,7 +200,7 @@ class RuntimeSchedules:
             new_row = replace(new_row, next_due_at=row.next_due_at)
         if row.paused:
             new_row = replace(new_row, next_due_at=row.paused_until)
-        self._storage.upsert_dynamic(new_row, now=self.app.clock.fixed_now())
+        self._storage.upsert_dynamic(new_row)
         self._audit(
             "updated",
             key,

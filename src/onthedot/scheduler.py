@@ -84,11 +84,9 @@ class Scheduler:
         """Reconcile the ledger with the declarations (first sight, timing changes, removals).
         `now` replaces the clock's time (a test hook; None: the app's clock decides)."""
         declared = self.app.schedules.declared()
-        with self.storage.sync_declared(
-            generation=self.generation,
-            fence_ttl=self.app.lease,
-            keys=list(declared),
-            now=now or self.app.clock.fixed_now(),
+        storage = self.storage if now is None else self.storage.at(now)
+        with storage.sync_declared(
+            generation=self.generation, fence_ttl=self.app.lease, keys=list(declared)
         ) as sync:
             if sync.fenced:
                 report = SyncReport(fenced=True)
@@ -118,15 +116,15 @@ class Scheduler:
         emitted) batch by batch, and a burst of 100k slots need not keep 100k plans alive."""
         results = []
         skip_keys = self._skip_keys(self.app.schedules.declared())
+        storage = self.storage if now is None else self.storage.at(now)
         full = False
         while True:
-            with self.storage.tick(
+            with storage.tick(
                 generation=self.generation,
                 fence_ttl=self.app.lease,
                 limit=self.batch,
                 skip_keys=skip_keys,
                 expect_due=full,
-                now=now or self.app.clock.fixed_now(),
             ) as tick:
                 result = tick.done or tick.apply(self._decide(tick.now, tick.due_rows()))
             self.ticks += 1

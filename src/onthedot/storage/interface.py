@@ -1,8 +1,9 @@
 """The one storage protocol: domain verbs, each with its contract. Every backend passes the
 conformance suite in `tests/storage/contract/`.
 
-Time: every verb that depends on "now" takes `now: datetime | None`. None means the database
-clock (PostgreSQL `now()`, SQLite's host clock); a datetime (a test's manual clock) replaces it.
+Time: the storage is given the clock once. Its `fixed_now()` is the "now" of every verb; None
+(the system clock) means the database clock (PostgreSQL `now()`, SQLite's host clock), a
+datetime (a test's manual clock) replaces it. `at(now)` is the same storage at another time.
 """
 
 from __future__ import annotations
@@ -169,6 +170,10 @@ class Storage(Protocol):
     def close(self) -> None:
         """Release every connection. The object must not be used afterwards."""
 
+    def at(self, now: datetime | None) -> Storage:
+        """This storage, sharing its connections, with "now" fixed at `now` (None: the
+        database clock): for ticks and checks at a chosen instant."""
+
     def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
 
@@ -188,30 +193,22 @@ class Storage(Protocol):
         """The database clock."""
 
     # -- jobs -----------------------------------------------------------------------------
-    def enqueue(
-        self, jobs: Sequence[NewJob], *, now: datetime | None = None, connection: Any = None
-    ) -> list[int]:
+    def enqueue(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
         """Insert jobs; return their ids in input order. A job whose `unique_key` matches a
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
-    def claim_jobs(
-        self, worker_id: str, queue: str, limit: int, lease: float, *, now: datetime | None = None
-    ) -> list[ClaimedJob]:
+    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
         oldest run_at, first. No job is handed to two workers at once. A job with a lock key
         is skipped while another job with that key runs."""
 
-    def finish_jobs(
-        self, worker_id: str, outcomes: Sequence[Outcome], *, now: datetime | None = None
-    ) -> int:
+    def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
         cancelled). Returns how many rows changed."""
 
-    def release_jobs(
-        self, worker_id: str, job_ids: Sequence[int], *, now: datetime | None = None
-    ) -> int:
+    def release_jobs(self, worker_id: str, job_ids: Sequence[int]) -> int:
         """Give back claimed jobs that never started: queued again, the attempt not counted."""
 
     def heartbeat(
@@ -219,7 +216,6 @@ class Storage(Protocol):
         worker_id: str,
         lease: float,
         *,
-        now: datetime | None = None,
         held: Collection[int] | None = None,
     ) -> set[int]:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
@@ -227,7 +223,7 @@ class Storage(Protocol):
         statement whose reply was lost expires and is rescued instead of being kept forever).
         Return the ids among them whose cancellation was requested."""
 
-    def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+    def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""
 
     def set_worker_stopping(self, worker_id: str) -> None:
@@ -236,10 +232,10 @@ class Storage(Protocol):
     def deregister_worker(self, worker_id: str) -> None:
         """Delete the worker's row."""
 
-    def list_workers(self, *, now: datetime | None = None) -> list[WorkerRow]:
+    def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
 
-    def rescue_jobs(self, *, now: datetime | None = None, limit: int = 1000) -> list[RescuedJob]:
+    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
         """Jobs running with an expired lease go back to queued (or to failed when they have no
         attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
 
@@ -248,14 +244,10 @@ class Storage(Protocol):
         ledger cursor recorded before it, ledger rows removed from code before it, and worker
         rows whose heartbeat is older than `workers_older_than`. Returns counts per table."""
 
-    def acquire_maintenance(
-        self, task: str, every: float, worker_id: str, *, now: datetime | None = None
-    ) -> bool:
+    def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""
 
-    def seconds_until_ready(
-        self, queues: Sequence[str], *, now: datetime | None = None
-    ) -> float | None:
+    def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
         """Seconds (database clock) until the earliest queued job of these queues is ready;
         zero or less when one is ready now; None when none is queued."""
 
@@ -268,21 +260,21 @@ class Storage(Protocol):
     def count_jobs(self, flt: JobFilter) -> int:
         """How many jobs match the filter (ignoring before_id and limit)."""
 
-    def queue_stats(self, *, now: datetime | None = None) -> list[QueueStats]:
+    def queue_stats(self) -> list[QueueStats]:
         """Depth per state for each queue."""
 
-    def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def retry_job(self, job_id: int) -> Job:
         """A failed or cancelled job is queued again now with fresh attempts. Raises
         JobNotFound or InvalidJobState."""
 
-    def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def cancel_job(self, job_id: int) -> Job:
         """A queued job becomes cancelled; a running job gets a cancellation request.
         Raises JobNotFound or InvalidJobState (already finished)."""
 
     def delete_job(self, job_id: int) -> bool:
         """Delete a job that is not running. True if deleted. Raises InvalidJobState if running."""
 
-    def bulk_job_action(self, action: str, flt: JobFilter, *, now: datetime | None = None) -> int:
+    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
         """Apply `retry`, `cancel` or `delete` to every job matching the filter."""
 
     def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
@@ -307,7 +299,6 @@ class Storage(Protocol):
         generation: int,
         fence_ttl: float,
         keys: Sequence[str] = (),
-        now: datetime | None = None,
     ) -> AbstractContextManager[SyncTransaction]:
         """Open the transaction reconciling the ledger with the code's declarations: it holds
         the rows of `keys` and every code row not marked removed; the caller plans and applies.
@@ -321,7 +312,6 @@ class Storage(Protocol):
         limit: int,
         skip_keys: Sequence[str] = (),
         expect_due: bool = False,
-        now: datetime | None = None,
     ) -> AbstractContextManager[TickTransaction]:
         """Open one scheduler transaction holding up to `limit` due ledger rows locked (skipping
         rows another scheduler holds); the caller decides and applies. A slot whose history row
@@ -345,16 +335,14 @@ class Storage(Protocol):
     def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
         """Slot history of a schedule, newest slot first, with each job's state."""
 
-    def upsert_dynamic(self, row: LedgerRow, *, now: datetime | None = None) -> None:
+    def upsert_dynamic(self, row: LedgerRow) -> None:
         """Create or replace a dynamic schedule's definition (ledger row)."""
 
     def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
         """Delete a ledger row and its slot history; cancel its queued jobs when asked.
         Returns how many jobs were cancelled."""
 
-    def update_operator_state(
-        self, key: str, patch: OperatorPatch, *, now: datetime | None = None
-    ) -> LedgerRow | None:
+    def update_operator_state(self, key: str, patch: OperatorPatch) -> LedgerRow | None:
         """Change one row's operator state as the patch says; None if the key has no row."""
 
     def record_slots(

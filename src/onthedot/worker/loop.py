@@ -259,7 +259,7 @@ class Worker:
             self._cond.notify_all()
         if unstarted:
             try:
-                self.storage.release_jobs(self.id, unstarted, now=self.clock.fixed_now())
+                self.storage.release_jobs(self.id, unstarted)
             except OnthedotError as exc:
                 log.warning(
                     "could not give back %d unstarted jobs (%s); their leases will "
@@ -426,7 +426,7 @@ class Worker:
         self._ready_at = None
         queues = self._active_queues()
         if queues:
-            ready_in = self.storage.seconds_until_ready(queues, now=self.clock.fixed_now())
+            ready_in = self.storage.seconds_until_ready(queues)
             if ready_in is not None:
                 if ready_in <= 0:
                     self._stuck = True  # a ready job nobody announced (a retry): claim it now
@@ -438,12 +438,11 @@ class Worker:
     def _claim(self, free: int) -> tuple[int, bool]:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         total = 0
-        now = self.clock.fixed_now()
         for queue_name in self._active_queues():
             want = min(free - total, self.batch_size)
             if want <= 0:
                 return total, True  # no room left for this queue's jobs
-            jobs = self.storage.claim_jobs(self.id, queue_name, want, self.lease, now=now)
+            jobs = self.storage.claim_jobs(self.id, queue_name, want, self.lease)
             if jobs:
                 with self._cond:
                     self._buffer.extend(jobs)
@@ -580,7 +579,7 @@ class Worker:
         errors = 0
         while True:
             try:
-                self.storage.finish_jobs(self.id, outcomes, now=self.clock.fixed_now())
+                self.storage.finish_jobs(self.id, outcomes)
                 break
             except (OnthedotError, OSError) as exc:
                 errors += 1
@@ -647,7 +646,7 @@ class Worker:
     def _heartbeat(self) -> None:
         with self._cond:
             held = list(self._held)
-        cancel = self.storage.heartbeat(self.id, self.lease, now=self.clock.fixed_now(), held=held)
+        cancel = self.storage.heartbeat(self.id, self.lease, held=held)
         if cancel:
             self._cancel_requested.update(cancel)
             with self._running_lock:
@@ -688,15 +687,13 @@ class Worker:
             self._spawn_executor(len(self._threads))
 
     def _rescue(self) -> None:
-        rescued = self.storage.rescue_jobs(now=self.clock.fixed_now())
+        rescued = self.storage.rescue_jobs()
         for r in rescued:
             self.app.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
 
     def _prune(self) -> None:
         every = 300.0
-        if not self.storage.acquire_maintenance(
-            "prune", every, self.id, now=self.clock.fixed_now()
-        ):
+        if not self.storage.acquire_maintenance("prune", every, self.id):
             return
         now = self.clock.fixed_now() or self.storage.db_now()
         counts = self.storage.prune(

@@ -3,13 +3,14 @@ operations each database does its own way (bulk insert, notification, the tick's
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
-from onthedot.clock import Clock, SystemClock
+from onthedot.clock import Clock, ManualClock, SystemClock
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import EnqueuedSlot
@@ -62,9 +63,17 @@ class SqlBase(ABC):
     ) -> tuple[list[EnqueuedSlot], list[tuple[str, datetime]]]:
         """Write a tick's decisions: slot history, jobs, ledger rows. `now` as stored."""
 
+    def at(self, now: datetime | None) -> Self:
+        """This storage, sharing its connections, with "now" fixed at `now` (None: the
+        database clock)."""
+        view = copy.copy(self)
+        view.clock = SystemClock() if now is None else ManualClock(now)
+        return view
+
     # -- helpers ----------------------------------------------------------------------------
     def _fixed(self, now: datetime | None = None) -> datetime | None:
-        """The time a verb uses: a given one, else the clock's fixed time (None: the database's)."""
+        """The time a verb uses: a given one (a record's own), else the clock's fixed time
+        (None: the database's)."""
         return now if now is not None else self.clock.fixed_now()
 
     def _run(self, conn: Conn, name: str, params: Mapping[str, Any], prepare: bool = False) -> Any:

@@ -23,7 +23,7 @@ class HistoryVerbs(SqlBase):
             rows = self._run(conn, "slot_history", {"key": key, "limit": limit}).fetchall()
         return [decode.slot_record(self.d, r) for r in rows]
 
-    def upsert_dynamic(self, row: LedgerRow, *, now: datetime | None = None) -> None:
+    def upsert_dynamic(self, row: LedgerRow) -> None:
         d = self.d
         params = {
             "key": row.key,
@@ -34,7 +34,7 @@ class HistoryVerbs(SqlBase):
             "cursor": d.instant(row.cursor),
             "next_due_at": d.instant(row.next_due_at),
             "reason": row.repaired_reason,
-            "now": d.now(self._fixed(now)),
+            "now": d.now(self._fixed()),
         }
         with self._write() as conn:
             self._run(conn, "upsert_dynamic", params)
@@ -49,9 +49,7 @@ class HistoryVerbs(SqlBase):
             self._run(conn, "delete_schedule_slots", {"key": key})
         return cancelled
 
-    def update_operator_state(
-        self, key: str, patch: OperatorPatch, *, now: datetime | None = None
-    ) -> LedgerRow | None:
+    def update_operator_state(self, key: str, patch: OperatorPatch) -> LedgerRow | None:
         changes = patch.changes()
         d = self.d
         values = {
@@ -61,7 +59,7 @@ class HistoryVerbs(SqlBase):
         sets = ", ".join(f'"{c}" = {d.param(c)}' for c in changes) or '"paused" = "paused"'
         sql = d.q["update_operator_state"].replace("{sets}", sets)
         with self._write() as conn:
-            params = {**values, "key": key, "now": d.now(self._fixed(now))}
+            params = {**values, "key": key, "now": d.now(self._fixed())}
             row = d.run(conn, sql, params).fetchone()
         return decode.ledger_row(d, row) if row else None
 

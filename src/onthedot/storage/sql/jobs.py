@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from datetime import datetime
 from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob, NewJob, Outcome, OutcomeKind, iso
@@ -21,10 +20,8 @@ _SUCCESS = OutcomeKind.SUCCEEDED
 
 
 class JobVerbs(SqlBase):
-    def enqueue(
-        self, jobs: Sequence[NewJob], *, now: datetime | None = None, connection: Any = None
-    ) -> list[int]:
-        fixed = self._fixed(now)
+    def enqueue(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
+        fixed = self._fixed()
         if connection is not None:
             return self._enqueue_in(connection, jobs, fixed)
         if not jobs:
@@ -37,15 +34,13 @@ class JobVerbs(SqlBase):
                 return [self._insert_job(conn, job, fixed) for job in jobs]
             return self._insert_many(conn, jobs, fixed)
 
-    def claim_jobs(
-        self, worker_id: str, queue: str, limit: int, lease: float, *, now: datetime | None = None
-    ) -> list[ClaimedJob]:
+    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         params = {
             "worker_id": worker_id,
             "queue": queue,
             "limit": limit,
             "lease": lease,
-            "now": self.d.now(self._fixed(now)),
+            "now": self.d.now(self._fixed()),
         }
         rows: list[Any] = []
         for attempt in range(3):
@@ -59,12 +54,10 @@ class JobVerbs(SqlBase):
                     return []
         return decode.claimed(self.d, rows)
 
-    def finish_jobs(
-        self, worker_id: str, outcomes: Sequence[Outcome], *, now: datetime | None = None
-    ) -> int:
+    def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         if not outcomes:
             return 0
-        fixed = self._fixed(now)
+        fixed = self._fixed()
         ts = self.d.now(fixed)
         shared = {"worker_id": worker_id, "now": ts, "now_iso": self._now_iso(ts)}
         plain = [
@@ -97,9 +90,7 @@ class JobVerbs(SqlBase):
         """ "now" as text, for JSON built in SQL where the database cannot format instants."""
         return None if ts is None else iso(self.d.dt(ts))
 
-    def release_jobs(
-        self, worker_id: str, job_ids: Sequence[int], *, now: datetime | None = None
-    ) -> int:
+    def release_jobs(self, worker_id: str, job_ids: Sequence[int]) -> int:
         if not job_ids:
             return 0
         with self._tx() as conn:
@@ -113,13 +104,12 @@ class JobVerbs(SqlBase):
         worker_id: str,
         lease: float,
         *,
-        now: datetime | None = None,
         held: Collection[int] | None = None,
     ) -> set[int]:
         params: dict[str, Any] = {
             "worker_id": worker_id,
             "lease": lease,
-            "now": self.d.now(self._fixed(now)),
+            "now": self.d.now(self._fixed()),
         }
         with self._tx() as conn:
             self._run(conn, "heartbeat_worker", params)

@@ -112,9 +112,8 @@ class LedgerVerbs(SqlBase):
         generation: int,
         fence_ttl: float,
         keys: Sequence[str] = (),
-        now: datetime | None = None,
     ) -> Iterator[SqlSync]:
-        params = {"now": self.d.now(self._fixed(now)), "generation": generation, "ttl": fence_ttl}
+        params = {"now": self.d.now(self._fixed()), "generation": generation, "ttl": fence_ttl}
         with self._tx() as conn:
             raw_now, fenced = self._run(conn, "clock_and_fence", params).fetchone()
             rows: list[LedgerRow] = []
@@ -132,10 +131,9 @@ class LedgerVerbs(SqlBase):
         limit: int,
         skip_keys: Sequence[str] = (),
         expect_due: bool = False,
-        now: datetime | None = None,
     ) -> Iterator[SqlTick]:
         d = self.d
-        params = {"now": d.now(self._fixed(now)), "generation": generation, "ttl": fence_ttl}
+        params = {"now": d.now(self._fixed()), "generation": generation, "ttl": fence_ttl}
         if not expect_due:
             # The idle tick: one read of the clock, the fence and the earliest due instant, no
             # transaction (an idle tick never blocks writers).

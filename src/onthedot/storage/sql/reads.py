@@ -59,9 +59,9 @@ class ReadVerbs(SqlBase):
         with self._read() as conn:
             return int(self.d.run(conn, sql, params).fetchone()[0])
 
-    def queue_stats(self, *, now: datetime | None = None) -> list[QueueStats]:
+    def queue_stats(self) -> list[QueueStats]:
         with self._read() as conn:
-            rows = self._run(conn, "queue_stats", {"now": self.d.now(self._fixed(now))})
+            rows = self._run(conn, "queue_stats", {"now": self.d.now(self._fixed())})
             rows = rows.fetchall()
             paused = {r[0] for r in self._run(conn, "paused_queues", {}).fetchall()}
         stats = [
@@ -93,10 +93,10 @@ class ReadVerbs(SqlBase):
         assert job is not None
         return job
 
-    def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def retry_job(self, job_id: int) -> Job:
         try:
             with self._tx() as conn:
-                params = {"id": job_id, "now": self.d.now(self._fixed(now))}
+                params = {"id": job_id, "now": self.d.now(self._fixed())}
                 if self._one(conn, "retry_job", params) is None:
                     state = self._job_state(conn, job_id)
                     raise InvalidJobState(
@@ -117,9 +117,9 @@ class ReadVerbs(SqlBase):
             "or running"
         )
 
-    def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def cancel_job(self, job_id: int) -> Job:
         with self._tx() as conn:
-            params = {"id": job_id, "now": self.d.now(self._fixed(now))}
+            params = {"id": job_id, "now": self.d.now(self._fixed())}
             if (
                 self._one(conn, "cancel_queued", params) is None
                 and self._one(conn, "cancel_running", params) is None
@@ -139,11 +139,11 @@ class ReadVerbs(SqlBase):
             return False
         raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
 
-    def bulk_job_action(self, action: str, flt: JobFilter, *, now: datetime | None = None) -> int:
+    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
         if action not in _BULK:
             raise ValueError(f"unknown bulk action {action!r}: use retry, cancel or delete")
         sql, params = self._filtered(_BULK[action], flt, keyset=False)
-        params["now"] = self.d.now(self._fixed(now))
+        params["now"] = self.d.now(self._fixed())
         with self._write() as conn:
             return int(self.d.run(conn, sql, params).rowcount)
 

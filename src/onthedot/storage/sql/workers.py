@@ -15,7 +15,7 @@ _PRUNE_BATCH = 10000  # the LIMIT of prune_jobs
 
 
 class WorkerVerbs(SqlBase):
-    def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+    def register_worker(self, worker: WorkerInfo) -> None:
         with self._write() as conn:
             self._run(
                 conn,
@@ -28,7 +28,7 @@ class WorkerVerbs(SqlBase):
                     "queues": ",".join(worker.queues),
                     "concurrency": worker.concurrency,
                     "scheduler": self.d.flag(worker.scheduler),
-                    "now": self.d.now(self._fixed(now)),
+                    "now": self.d.now(self._fixed()),
                 },
             )
 
@@ -40,13 +40,13 @@ class WorkerVerbs(SqlBase):
         with self._write() as conn:
             self._run(conn, "deregister_worker", {"worker_id": worker_id})
 
-    def list_workers(self, *, now: datetime | None = None) -> list[WorkerRow]:
+    def list_workers(self) -> list[WorkerRow]:
         with self._read() as conn:
-            rows = self._run(conn, "list_workers", {"now": self.d.now(self._fixed(now))})
+            rows = self._run(conn, "list_workers", {"now": self.d.now(self._fixed())})
             return [decode.worker(self.d, r) for r in rows.fetchall()]
 
-    def rescue_jobs(self, *, now: datetime | None = None, limit: int = 1000) -> list[RescuedJob]:
-        ts = self.d.now(self._fixed(now))
+    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
+        ts = self.d.now(self._fixed())
         with self._tx() as conn:
             expired = self._run(conn, "expired_jobs", {"now": ts, "limit": limit}).fetchall()
             if not expired:
@@ -81,22 +81,18 @@ class WorkerVerbs(SqlBase):
             ).rowcount
         return counts
 
-    def acquire_maintenance(
-        self, task: str, every: float, worker_id: str, *, now: datetime | None = None
-    ) -> bool:
+    def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         params = {
             "task": task,
             "every": every,
             "worker_id": worker_id,
-            "now": self.d.now(self._fixed(now)),
+            "now": self.d.now(self._fixed()),
         }
         with self._write() as conn:
             return self._one(conn, "acquire_maintenance", params) is not None
 
-    def seconds_until_ready(
-        self, queues: Sequence[str], *, now: datetime | None = None
-    ) -> float | None:
-        params = {"queues": self.d.array(list(queues)), "now": self.d.now(self._fixed(now))}
+    def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
+        params = {"queues": self.d.array(list(queues)), "now": self.d.now(self._fixed())}
         with self._read() as conn:
             row = self._run(conn, "seconds_until_ready", params, prepare=True).fetchone()
         return None if row is None or row[0] is None else float(row[0])
