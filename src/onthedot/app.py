@@ -213,6 +213,7 @@ class App:
         self.database_url = resolve_database_url(database_url)
         self.database = parse_database_url(self.database_url)
         self.clock: Clock = clock or SystemClock()
+        self._clocked = ClockOf(lambda: self.clock)  # the storage's: follows a replaced clock
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
@@ -252,9 +253,7 @@ class App:
                     from onthedot.storage import open_storage
 
                     self._storage = open_storage(
-                        self.database_url,
-                        pool_size=self.pool_size,
-                        clock=ClockOf(lambda: self.clock),
+                        self.database_url, pool_size=self.pool_size, clock=self._clocked
                     )
         if not self._schema_checked:
             self.check_schema()
@@ -268,9 +267,7 @@ class App:
             with self._storage_lock:
                 if self._storage is None:
                     self._storage = open_storage(
-                        self.database_url,
-                        pool_size=self.pool_size,
-                        clock=ClockOf(lambda: self.clock),
+                        self.database_url, pool_size=self.pool_size, clock=self._clocked
                     )
         return self._storage
 
