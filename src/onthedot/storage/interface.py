@@ -72,6 +72,13 @@ class WorkerRow:
         }
 
 
+class CallerConnection(Protocol):
+    """A connection inside the caller's own open transaction (PostgreSQL: a psycopg
+    Connection), for enqueueing jobs that commit or roll back with the caller's writes."""
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class Keep(Enum):
     """An operator-state field left as it is."""
 
@@ -193,7 +200,9 @@ class Storage(Protocol):
         """The database clock."""
 
     # -- jobs -----------------------------------------------------------------------------
-    def enqueue(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
+    def enqueue(
+        self, jobs: Sequence[NewJob], *, connection: CallerConnection | None = None
+    ) -> list[int]:
         """Insert jobs; return their ids in input order. A job whose `unique_key` matches a
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -16,7 +16,7 @@ from onthedot.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
-from onthedot.storage.interface import EnqueuedSlot
+from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
 from onthedot.storage.postgres.pool import _configure, _one_line, _Pool
@@ -108,6 +108,10 @@ class PostgresStorage(SqlStorage):
         with self._read() as conn, conn.transaction():
             yield conn
 
+    def at(self, now: datetime | None) -> Self:
+        self._ensure_open()  # a view shares the pool: open it once, here, for both
+        return super().at(now)
+
     def ensure_schema(self) -> None:
         """PostgreSQL is migrated by `onthedot migrate`, never on first use."""
 
@@ -191,7 +195,7 @@ class PostgresStorage(SqlStorage):
         return enqueue_copy(conn, jobs, now)
 
     def _enqueue_in(
-        self, connection: Any, jobs: Sequence[NewJob], now: datetime | None
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int]:
         return enqueue_rows(connection, jobs, now) if jobs else []
 

@@ -13,7 +13,7 @@ from typing import Any, Self
 from onthedot.clock import Clock, ManualClock, SystemClock
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
-from onthedot.storage.interface import EnqueuedSlot
+from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 
 
@@ -45,7 +45,7 @@ class SqlBase(ABC):
 
     @abstractmethod
     def _enqueue_in(
-        self, connection: Any, jobs: Sequence[NewJob], now: datetime | None
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int]:
         """Insert jobs inside the caller's own transaction (never committing)."""
 

@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob, NewJob, Outcome, OutcomeKind, iso
+from onthedot.storage.interface import CallerConnection
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 
@@ -20,7 +21,9 @@ _SUCCESS = OutcomeKind.SUCCEEDED
 
 
 class JobVerbs(SqlBase):
-    def enqueue(self, jobs: Sequence[NewJob], *, connection: Any = None) -> list[int]:
+    def enqueue(
+        self, jobs: Sequence[NewJob], *, connection: CallerConnection | None = None
+    ) -> list[int]:
         fixed = self._fixed()
         if connection is not None:
             return self._enqueue_in(connection, jobs, fixed)

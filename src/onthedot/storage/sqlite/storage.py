@@ -17,13 +17,13 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from onthedot.clock import Clock, SystemClock
 from onthedot.domain.errors import DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
-from onthedot.storage.interface import EnqueuedSlot
+from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.sqlite.dialect import SqliteDialect
@@ -222,6 +222,11 @@ class SqliteStorage(SqlStorage):
         self._schema_ready = True
         return applied
 
+    def at(self, now: datetime | None) -> Self:
+        if self.memory:
+            self._raw()  # a view must share the one in-memory database, so make it first
+        return super().at(now)
+
     def ensure_schema(self) -> None:
         self.migrate()
 
@@ -272,7 +277,7 @@ class SqliteStorage(SqlStorage):
         return list(range(last - len(jobs) + 1, last + 1))
 
     def _enqueue_in(
-        self, connection: Any, jobs: Sequence[NewJob], now: datetime | None
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int]:
         raise ValueError(
             "enqueue(connection=...) needs PostgreSQL: SQLite has no shared transactions"
