@@ -41,3 +41,15 @@ def test_wakeup_wakes_on_jobs_from_another_connection(
         assert wakeup.wait(0)
     finally:
         wakeup.stop()
+
+
+def test_a_view_of_an_in_memory_sqlite_shares_its_database() -> None:
+    from onthedot.storage import open_storage
+
+    memory = open_storage("sqlite:///:memory:")
+    try:
+        view = memory.at(T0)  # before any other use: still the same database
+        (job_id,) = view.enqueue([new_job("m")])
+        assert job(memory, job_id).created_at == T0
+    finally:
+        memory.close()
