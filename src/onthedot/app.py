@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from onthedot.clock import Clock, SystemClock
+from onthedot.clock import Clock, FollowingClock, SystemClock
 from onthedot.config import DatabaseConfig, resolve_database_url
 from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
@@ -40,23 +40,6 @@ R = TypeVar("R")
 __all__ = ["App"]
 
 
-class _AppClock:
-    """The clock the components are handed. It forwards to `App.clock`, which may be replaced
-    after construction (a test fixture swapping in a ManualClock), so every component follows."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.target = clock
-
-    def now(self) -> datetime:
-        return self.target.now()
-
-    def fixed_now(self) -> datetime | None:
-        return self.target.fixed_now()
-
-    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
-        return self.target.sleep(seconds, wake)
-
-
 class App:
     """An onthedot application: register jobs and schedules on it, then run workers.
 
@@ -73,8 +56,10 @@ class App:
         pool_size: int = 10,
         log_events: bool = True,
     ) -> None:
-        self._database = Database(resolve_database_url(database_url), pool_size=pool_size)
-        self._clock = _AppClock(clock or SystemClock())
+        self._clock = FollowingClock(clock or SystemClock())
+        self._database = Database(
+            resolve_database_url(database_url), pool_size=pool_size, clock=self._clock
+        )
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
@@ -220,16 +205,16 @@ class App:
         return self.storage.list_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
-        return self.storage.retry_job(job_id, now=self.clock.fixed_now())
+        return self.storage.retry_job(job_id)
 
     def cancel_job(self, job_id: int) -> Job:
-        return self.storage.cancel_job(job_id, now=self.clock.fixed_now())
+        return self.storage.cancel_job(job_id)
 
     def delete_job(self, job_id: int) -> bool:
         return self.storage.delete_job(job_id)
 
     def queue_stats(self) -> list[QueueStats]:
-        return self.storage.queue_stats(now=self.clock.fixed_now())
+        return self.storage.queue_stats()
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

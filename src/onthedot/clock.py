@@ -86,3 +86,20 @@ class ManualClock:
             time.sleep(min(seconds, 0.01))
             return False
         return wake.wait(min(seconds, 0.01))
+
+
+class FollowingClock:
+    """Forwards to `target`, which may be replaced after the components were built (the App's
+    clock, swapped for a ManualClock by a test): everyone handed this clock follows."""
+
+    def __init__(self, target: Clock) -> None:
+        self.target = target
+
+    def now(self) -> datetime:
+        return self.target.now()
+
+    def fixed_now(self) -> datetime | None:
+        return self.target.fixed_now()
+
+    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+        return self.target.sleep(seconds, wake)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from onthedot.clock import Clock
 from onthedot.config import DatabaseConfig, parse_database_url
 from onthedot.domain.errors import SchemaOutOfDate
 
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 class Database:
     """One database URL and the storage opened for it (lazily, once, thread-safe)."""
 
-    def __init__(self, url: str, *, pool_size: int) -> None:
+    def __init__(self, url: str, *, pool_size: int, clock: Clock) -> None:
         self.url = url
+        self.clock = clock
         self.config: DatabaseConfig = parse_database_url(url)
         self.pool_size = pool_size
         self._storage: Storage | None = None
@@ -45,15 +47,16 @@ class Database:
 
             with self._lock:
                 if self._storage is None:
-                    self._storage = open_storage(self.url, pool_size=self.pool_size)
+                    self._storage = open_storage(
+                        self.url, pool_size=self.pool_size, clock=self.clock
+                    )
         return self._storage
 
     def check_schema(self) -> None:
         """Raise SchemaOutOfDate unless the database schema is current. SQLite, the zero-setup
         default, migrates itself on first use."""
         storage = self.raw_storage()
-        if storage.backend == "sqlite":
-            storage.migrate()
+        storage.ensure_schema()
         current, latest = storage.schema_version()
         if current < latest:
             raise SchemaOutOfDate(

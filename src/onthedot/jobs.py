@@ -49,7 +49,7 @@ class Enqueuer:
         """Insert `jobs`; return their ids in order (an existing job's id for a taken
         unique_key). Inside the caller's `connection` the workers are not woken: its
         transaction may still roll back."""
-        ids = self._storage().enqueue(jobs, now=self.clock.fixed_now(), connection=connection)
+        ids = self._storage().enqueue(jobs, connection=connection)
         if connection is None:
             self._wakeups.jobs_added(job.queue for job in jobs)
         if self._events.wants(JobEnqueued):

@@ -94,7 +94,7 @@ def seed(app: App) -> None:
         ids = app.resolve("reports.send").enqueue_many(
             [[f"report-{hours}-{i}"] for i in range(n)], run_at=at - timedelta(seconds=30)
         )
-        claimed = app.storage.claim_jobs("batch-7c1e", "reports", len(ids), 60.0, now=at)
+        claimed = app.storage.at(at).claim_jobs("batch-7c1e", "reports", len(ids), 60.0)
         outcomes = [
             Outcome(
                 c.id,
@@ -103,20 +103,20 @@ def seed(app: App) -> None:
             )
             for i, c in enumerate(claimed)
         ]
-        app.storage.finish_jobs("batch-7c1e", outcomes, now=at)
+        app.storage.at(at).finish_jobs("batch-7c1e", outcomes)
     for minutes in range(58, 0, -4):
         at = now - timedelta(minutes=minutes, seconds=20)
         ids = app.resolve("mail.welcome").enqueue_many(
             [[{"user_id": 900 + minutes * 10 + i}] for i in range(1 + minutes % 5)],
             run_at=at - timedelta(seconds=5),
         )
-        claimed = app.storage.claim_jobs("web-1-4f2a", "mail", len(ids), 60.0, now=at)
+        claimed = app.storage.at(at).claim_jobs("web-1-4f2a", "mail", len(ids), 60.0)
         outcomes = [Outcome(c.id, OutcomeKind.SUCCEEDED) for c in claimed]
         if minutes % 12 == 2:
             outcomes[-1] = Outcome(claimed[-1].id, OutcomeKind.FAILED, error="SMTPError: 451")
-        app.storage.finish_jobs("web-1-4f2a", outcomes, now=at)
-    app.storage.register_worker(
-        WorkerInfo("old-box-91d0", "old-box", 313, ("default",), 4), now=now - timedelta(hours=1)
+        app.storage.at(at).finish_jobs("web-1-4f2a", outcomes)
+    app.storage.at(now - timedelta(hours=1)).register_worker(
+        WorkerInfo("old-box-91d0", "old-box", 313, ("default",), 4)
     )
     app.resolve("billing.charge").enqueue_many(
         [["card declined for customer 1042"], ["gateway returned HTTP 502"]]

@@ -157,7 +157,7 @@ def test_older_code_is_fenced_while_newer_code_is_alive(make_app: MakeApp) -> No
     newer = new.scheduler(worker_id="new-worker")
     generation = newer.prepare()
     info = WorkerInfo("new-worker", "host", 1, ("default",), 1, True, generation)
-    new.storage.register_worker(info, now=T0 + s(50))
+    new.storage.at(T0 + s(50)).register_worker(info)
     newer.sync(now=T0 + s(50))
     # The old code neither fires nor rewrites the timing the new code wrote.
     assert tick(old, T0 + s(51)) == []
@@ -219,7 +219,7 @@ def test_a_fenced_scheduler_stays_fenced_while_idle(make_app: MakeApp) -> None:
     new = deploy(make_app, T0, lambda a: a.schedule("k", "0 0 1 6 *", "work"))
     newer = new.scheduler(worker_id="new-worker")
     info = WorkerInfo("new-worker", "host", 1, ("default",), 1, True, newer.prepare())
-    new.storage.register_worker(info, now=T0 + s(10))
+    new.storage.at(T0 + s(10)).register_worker(info)
     newer.sync(now=T0 + s(10))
     for second in (11, 11.5, 11.9):  # nothing is due: each tick is idle
         assert tick(old, T0 + s(second)) == []

@@ -109,7 +109,7 @@ def test_serialize_enqueues_but_the_second_job_waits_for_the_first(make_app: Mak
     try:
         wait_for(lambda: state(app, first.job_id) is JobState.RUNNING, "the first job to run")
         # Another worker asking for work now gets nothing: the second job waits on the first.
-        claimed = app.storage.claim_jobs("probe", "default", 10, 30.0, now=clock_of(app).now())
+        claimed = app.storage.at(clock_of(app).now()).claim_jobs("probe", "default", 10, 30.0)
         assert claimed == []
         assert state(app, second.job_id) is JobState.QUEUED
     finally:
@@ -128,7 +128,7 @@ def test_allow_lets_jobs_of_one_schedule_run_at_once(make_app: MakeApp) -> None:
     tick(app)
     tick(app, T0 + s(10))
     tick(app, T0 + s(20))
-    claimed = app.storage.claim_jobs("probe", "default", 10, 30.0, now=T0 + s(20))
+    claimed = app.storage.at(T0 + s(20)).claim_jobs("probe", "default", 10, 30.0)
     assert sorted(j.slot for j in claimed if j.slot) == [T0 + s(10), T0 + s(20)]
 
 

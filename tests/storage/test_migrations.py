@@ -41,14 +41,14 @@ def test_migrate_from_zero_to_latest(bare: Storage, db_url: str) -> None:
     assert bare.schema_version() == (0, latest)
     assert bare.migrate() == list(range(1, latest + 1))
     assert bare.schema_version() == (latest, latest)
-    (job_id,) = bare.enqueue([new_job("m")], now=T0)
+    (job_id,) = bare.at(T0).enqueue([new_job("m")])
     assert bare.get_job(job_id) is not None
 
 
 def test_migrate_twice_is_idempotent(bare: Storage, db_url: str) -> None:
     latest = _latest(db_url)
     bare.migrate()
-    (job_id,) = bare.enqueue([new_job("keep", args=[1])], now=T0)
+    (job_id,) = bare.at(T0).enqueue([new_job("keep", args=[1])])
     assert bare.migrate() == []
     assert bare.migrate() == []
     assert bare.schema_version() == (latest, latest)

@@ -18,7 +18,7 @@ def test_pool_reuses_the_most_recently_returned_connection(pg_url: str) -> None:
         # Sequential use keeps coming back to the last one returned, not rotating through all.
         seen = []
         for _ in range(4):
-            with storage._conn() as conn:
+            with storage._read() as conn:
                 seen.append(conn.info.backend_pid)
         assert seen == [backends[2]] * 4
         # Last in, first out: the least recently used come last (the pool shrinks those).
@@ -34,7 +34,8 @@ def test_reconnect_attempts_pause_at_most_two_seconds() -> None:
     """After losing the server, the pool's reconnect pauses grow (1 s, then about 2 s) but never
     past the bound, so a server that comes back is found within seconds, not after a pause
     that doubled through the whole outage."""
-    from onthedot.storage.postgres import storage as pg
+    from onthedot.storage.postgres import pool as pg
+    from onthedot.storage.postgres.storage import PostgresStorage
 
     assert pg._Attempt is not None, "psycopg_pool no longer offers AttemptWithBackoff"
     attempt = pg._CappedAttempt(timeout=300.0)
@@ -46,5 +47,5 @@ def test_reconnect_attempts_pause_at_most_two_seconds() -> None:
     assert all(d <= pg._RECONNECT_EVERY for d in delays)
     assert all(d >= pg._RECONNECT_EVERY / 2 for d in delays[1:])
     # The pool makes its attempts with the bounded class.
-    pool = pg.PostgresStorage("postgresql://127.0.0.1:1/none")._pool
+    pool = PostgresStorage("postgresql://127.0.0.1:1/none")._pool
     assert type(pool)._add_connection is not pg.ConnectionPool._add_connection

@@ -41,23 +41,23 @@ def _job(storage: Storage, job_id: int) -> Job:
 
 def test_only_the_leases_a_worker_holds_are_extended(app: App) -> None:
     storage = app.storage
-    held, lost = storage.enqueue([_new(), _new()], now=T0)
-    assert len(storage.claim_jobs("w1", "default", 2, 10, now=T0)) == 2
+    held, lost = storage.at(T0).enqueue([_new(), _new()])
+    assert len(storage.at(T0).claim_jobs("w1", "default", 2, 10)) == 2
     # w1 got only `held` back: the reply naming `lost` never arrived.
-    assert storage.heartbeat("w1", 10, now=at(8), held=[held]) == set()
-    assert [r.id for r in storage.rescue_jobs(now=at(12))] == [lost]
+    assert storage.at(at(8)).heartbeat("w1", 10, held=[held]) == set()
+    assert [r.id for r in storage.at(at(12)).rescue_jobs()] == [lost]
     assert _job(storage, held).state is JobState.RUNNING
     assert _job(storage, lost).state is JobState.QUEUED
-    assert storage.heartbeat("w1", 10, now=at(13), held=[]) == set()  # holds nothing: no-op
-    assert [r.id for r in storage.rescue_jobs(now=at(19))] == [held]
+    assert storage.at(at(13)).heartbeat("w1", 10, held=[]) == set()  # holds nothing: no-op
+    assert [r.id for r in storage.at(at(19)).rescue_jobs()] == [held]
 
 
 def test_an_outcome_of_an_earlier_attempt_finishes_nothing(app: App) -> None:
     storage = app.storage
-    (job_id,) = storage.enqueue([_new()], now=T0)
-    (first,) = storage.claim_jobs("w1", "default", 1, 5, now=T0)
-    assert [r.id for r in storage.rescue_jobs(now=at(6))] == [job_id]
-    (second,) = storage.claim_jobs("w1", "default", 1, 5, now=at(7))
+    (job_id,) = storage.at(T0).enqueue([_new()])
+    (first,) = storage.at(T0).claim_jobs("w1", "default", 1, 5)
+    assert [r.id for r in storage.at(at(6)).rescue_jobs()] == [job_id]
+    (second,) = storage.at(at(7)).claim_jobs("w1", "default", 1, 5)
     assert (first.attempt, second.attempt) == (1, 2)
     late = [
         Outcome(job_id, OutcomeKind.RETRY, error="E: late", retry_in=0, attempt=1),
@@ -65,7 +65,7 @@ def test_an_outcome_of_an_earlier_attempt_finishes_nothing(app: App) -> None:
         Outcome(job_id, OutcomeKind.SUCCEEDED, attempt=1),
     ]
     for outcome in late:
-        assert storage.finish_jobs("w1", [outcome], now=at(8)) == 0, outcome
+        assert storage.at(at(8)).finish_jobs("w1", [outcome]) == 0, outcome
         assert _job(storage, job_id).state is JobState.RUNNING
     assert storage.finish_jobs("w1", [Outcome(job_id, OutcomeKind.SUCCEEDED, attempt=2)]) == 1
     done = _job(storage, job_id)

@@ -19,10 +19,10 @@ def _noop() -> None:
 def _finish(app: App, kinds: list[OutcomeKind], at: datetime) -> None:
     job = app.job(name="noop")(_noop)
     ids = job.enqueue_many([[] for _ in kinds], run_at=at)
-    app.storage.register_worker(WorkerInfo("w", "h", 1, ("default",), 1), now=at)
-    claimed = app.storage.claim_jobs("w", "default", len(ids), 60.0, now=at)
+    app.storage.at(at).register_worker(WorkerInfo("w", "h", 1, ("default",), 1))
+    claimed = app.storage.at(at).claim_jobs("w", "default", len(ids), 60.0)
     outcomes = [Outcome(c.id, k) for c, k in zip(claimed, kinds, strict=True)]
-    assert app.storage.finish_jobs("w", outcomes, now=at) == len(ids)
+    assert app.storage.at(at).finish_jobs("w", outcomes) == len(ids)
 
 
 def test_buckets_of_any_size(app: App) -> None:

@@ -36,7 +36,7 @@ def test_metrics(app: App, client: TestClient) -> None:
     tick(app, past)
     app.schedules.pause("b", actor="ops")
     app.storage.register_worker(WorkerInfo("w-live", "h", 1, ("default",), 1))
-    app.storage.register_worker(WorkerInfo("w-old", "h", 2, ("default",), 1), now=past)
+    app.storage.at(past).register_worker(WorkerInfo("w-old", "h", 2, ("default",), 1))
     page = client.get("/metrics")
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -43,7 +43,7 @@ def test_overview_shows_workers_and_schedules_needing_a_look(app: App, client: T
     tick(app, long_ago)  # first sight in the past: nobody ticked it since, so it is late
     app.schedules.pause("held", note="maintenance", actor="ops")
     app.storage.register_worker(WorkerInfo("w-alive", "host-a", 11, ("default",), 2))
-    app.storage.register_worker(WorkerInfo("w-gone", "host-b", 12, ("default",), 2), now=long_ago)
+    app.storage.at(long_ago).register_worker(WorkerInfo("w-gone", "host-b", 12, ("default",), 2))
     page = client.get("/").text
     assert '<span class="badge st-late">late</span>' in page
     assert "paused by ops" in page and "maintenance" in page
@@ -199,7 +199,7 @@ def test_invalid_runtime_schedule_is_shown_with_its_error(app: App, client: Test
 def test_workers_page(app: App, client: TestClient) -> None:
     app.storage.register_worker(WorkerInfo("w-1", "alpha", 101, ("default", "mail"), 8))
     old = datetime.now(UTC) - timedelta(minutes=5)
-    app.storage.register_worker(WorkerInfo("w-2", "beta", 202, ("default",), 1, False), now=old)
+    app.storage.at(old).register_worker(WorkerInfo("w-2", "beta", 202, ("default",), 1, False))
     app.storage.set_worker_stopping("w-1")
     page = client.get("/workers").text
     assert "w-1" in page and "alpha" in page and '<span class="badge stopping">' in page

@@ -18,6 +18,7 @@ from onthedot.domain.jobs import NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
 from onthedot.schedules.audit import default_actor
+from onthedot.storage.interface import OperatorPatch
 
 if TYPE_CHECKING:
     from onthedot.domain.definitions import ScheduleDef
@@ -115,15 +116,14 @@ class OperatorControls:
         who = actor or default_actor()
         self._storage().update_operator_state(
             key,
-            {
-                "paused": True,
-                "paused_until": until,
-                "pause_note": note,
-                "paused_by": who,
-                "paused_at": now,
-                "next_due_at": until,
-            },
-            now=self._clock.fixed_now(),
+            OperatorPatch(
+                paused=True,
+                paused_until=until,
+                pause_note=note,
+                paused_by=who,
+                paused_at=now,
+                next_due_at=until,
+            ),
         )
         self._audit.record("paused", key, who, note, {"until": iso(until)})
         return self._views.get(key)
@@ -142,7 +142,7 @@ class OperatorControls:
             changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
         else:
             changes = _end_pause(row, sched, now)
-        self._storage().update_operator_state(key, changes, now=self._clock.fixed_now())
+        self._storage().update_operator_state(key, OperatorPatch(**changes))
         self._audit.record("resumed", key, actor, note, {"catchup": catchup})
         return self._views.get(key)
 
@@ -303,7 +303,7 @@ class OperatorControls:
         for slot in self._future_skips(key, floor):
             removed += self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
         changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
-        self._storage().update_operator_state(key, changes, now=self._clock.fixed_now())
+        self._storage().update_operator_state(key, OperatorPatch(**changes))
         self._audit.record(
             "reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused}
         )

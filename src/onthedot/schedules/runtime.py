@@ -119,7 +119,7 @@ class RuntimeSchedules:
         sched = self._validated(decl)
         now = self._views.now()
         row = self._dynamic_ledger_row(sched, cursor=now, reason="created")
-        self._storage().upsert_dynamic(row, create=True, now=self._clock.fixed_now())
+        self._storage().upsert_dynamic(row)
         self._audit.record(
             "created", key, actor, details={"spec": row.spec, **(row.definition or {})}
         )
@@ -154,7 +154,7 @@ class RuntimeSchedules:
             new_row = replace(new_row, next_due_at=row.next_due_at)
         if row.paused:
             new_row = replace(new_row, next_due_at=row.paused_until)
-        self._storage().upsert_dynamic(new_row, create=False, now=self._clock.fixed_now())
+        self._storage().upsert_dynamic(new_row)
         self._audit.record(
             "updated",
             key,

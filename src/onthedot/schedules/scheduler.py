@@ -110,13 +110,15 @@ class Scheduler:
         """Reconcile the ledger with the declarations (first sight, timing changes, removals).
         `now` replaces the clock's time (a test hook; None: the app's clock decides)."""
         declared = self.definitions.declared()
-        report = self.storage.sync_declared(
-            generation=self.generation,
-            fence_ttl=self.lease,
-            plan=lambda now, rows: plan_sync(now, rows, declared, self.generation),
-            now=now or self.clock.fixed_now(),
-            keys=list(declared),
-        )
+        storage = self.storage if now is None else self.storage.at(now)
+        with storage.sync_declared(
+            generation=self.generation, fence_ttl=self.lease, keys=list(declared)
+        ) as sync:
+            if sync.fenced:
+                report = SyncReport(fenced=True)
+            else:
+                report = plan_sync(sync.now, sync.rows, declared, self.generation)
+                sync.apply(report)
         self._set_fenced(report.fenced)
         events = self.events
         for row in report.restarts:
@@ -140,17 +142,17 @@ class Scheduler:
         emitted) batch by batch, and a burst of 100k slots need not keep 100k plans alive."""
         results = []
         skip_keys = self._skip_keys(self.definitions.declared())
+        storage = self.storage if now is None else self.storage.at(now)
         full = False
         while True:
-            result = self.storage.tick(
-                self._decide,
+            with storage.tick(
                 generation=self.generation,
                 fence_ttl=self.lease,
                 limit=self.batch,
-                now=now or self.clock.fixed_now(),
                 skip_keys=skip_keys,
                 expect_due=full,
-            )
+            ) as tick:
+                result = tick.done or tick.apply(self._decide(tick.now, tick.due_rows()))
             if result.fenced != self.fenced:
                 was = self.fenced
                 self._set_fenced(result.fenced)

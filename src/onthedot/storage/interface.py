@@ -1,15 +1,18 @@
 """The one storage protocol: domain verbs, each with its contract. Every backend passes the
 conformance suite in `tests/storage/contract/`.
 
-Time: every verb that depends on "now" takes `now: datetime | None`. None means the database
-clock (PostgreSQL `now()`, SQLite's host clock); a datetime (a test's manual clock) replaces it.
+Time: the storage is given the clock once. Its `fixed_now()` is the "now" of every verb; None
+(the system clock) means the database clock (PostgreSQL `now()`, SQLite's host clock), a
+datetime (a test's manual clock) replaces it. `at(now)` is the same storage at another time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
@@ -21,6 +24,7 @@ from onthedot.domain.ledger import (
     SyncReport,
     TickPlan,
 )
+from onthedot.storage.wakeup import Wakeup
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,43 @@ class WorkerRow:
         }
 
 
+class CallerConnection(Protocol):
+    """A connection inside the caller's own open transaction (PostgreSQL: a psycopg
+    Connection), for enqueueing jobs that commit or roll back with the caller's writes."""
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class Keep(Enum):
+    """An operator-state field left as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorPatch:
+    """Operator state of one ledger row to change (pause, cursor, missed counters); a field
+    left at KEEP keeps its value. None is a value (for example no pause end)."""
+
+    paused: bool | Keep = KEEP
+    paused_until: datetime | Keep | None = KEEP
+    pause_note: str | Keep | None = KEEP
+    paused_by: str | Keep | None = KEEP
+    paused_at: datetime | Keep | None = KEEP
+    cursor: datetime | Keep = KEEP
+    next_due_at: datetime | Keep | None = KEEP
+    missed_total: int | Keep = KEEP
+    last_missed_from: datetime | Keep | None = KEEP
+    last_missed_to: datetime | Keep | None = KEEP
+
+    def changes(self) -> dict[str, Any]:
+        """The fields to change, by name."""
+        return {f: v for f in self.__slots__ if (v := getattr(self, f)) is not KEEP}
+
+
 @dataclass(frozen=True, slots=True)
 class RescuedJob:
     id: int
@@ -103,7 +144,28 @@ class TickResult:
     next_due_at: datetime | None = None
 
 
-Decide = Callable[[datetime, Iterable[DueRow]], Sequence[TickPlan]]
+class SyncTransaction(Protocol):
+    """An open sync transaction (see Storage.sync_declared)."""
+
+    now: datetime  # the transaction's clock
+    fenced: bool  # a newer generation is alive: nothing may be written
+    rows: list[LedgerRow]  # the rows to plan from (empty when fenced)
+
+    def apply(self, report: SyncReport) -> None:
+        """Write the report's inserts, restarts and removals (nothing when fenced)."""
+
+
+class TickTransaction(Protocol):
+    """An open tick (see Storage.tick)."""
+
+    now: datetime  # the tick's clock
+    done: TickResult | None  # set when there is nothing to decide: idle, fenced, nothing due
+
+    def due_rows(self) -> Iterable[DueRow]:
+        """The due rows this tick holds locked."""
+
+    def apply(self, plans: Sequence[TickPlan]) -> TickResult:
+        """Write the plans' slot history rows, their jobs and the new ledger state."""
 
 
 class Storage(Protocol):
@@ -115,11 +177,21 @@ class Storage(Protocol):
     def close(self) -> None:
         """Release every connection. The object must not be used afterwards."""
 
+    def at(self, now: datetime | None) -> Storage:
+        """This storage, sharing its connections, with "now" fixed at `now` (None: the
+        database clock): for ticks and checks at a chosen instant."""
+
     def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
 
     def migrate(self) -> list[int]:
         """Apply pending migrations; return the versions applied. Safe to run concurrently."""
+
+    def ensure_schema(self) -> None:
+        """Migrate now if this backend migrates itself on first use (SQLite); else nothing."""
+
+    def wakeup(self, queues: Collection[str]) -> Wakeup:
+        """A wake-up for a worker idle on these queues: woken when their jobs may be ready."""
 
     def schema_version(self) -> tuple[int, int]:
         """(version in the database, latest version this code knows)."""
@@ -129,29 +201,23 @@ class Storage(Protocol):
 
     # -- jobs -----------------------------------------------------------------------------
     def enqueue(
-        self, jobs: Sequence[NewJob], *, now: datetime | None = None, connection: Any = None
+        self, jobs: Sequence[NewJob], *, connection: CallerConnection | None = None
     ) -> list[int]:
         """Insert jobs; return their ids in input order. A job whose `unique_key` matches a
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
-    def claim_jobs(
-        self, worker_id: str, queue: str, limit: int, lease: float, *, now: datetime | None = None
-    ) -> list[ClaimedJob]:
+    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
         oldest run_at, first. No job is handed to two workers at once. A job with a lock key
         is skipped while another job with that key runs."""
 
-    def finish_jobs(
-        self, worker_id: str, outcomes: Sequence[Outcome], *, now: datetime | None = None
-    ) -> int:
+    def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
         cancelled). Returns how many rows changed."""
 
-    def release_jobs(
-        self, worker_id: str, job_ids: Sequence[int], *, now: datetime | None = None
-    ) -> int:
+    def release_jobs(self, worker_id: str, job_ids: Sequence[int]) -> int:
         """Give back claimed jobs that never started: queued again, the attempt not counted."""
 
     def heartbeat(
@@ -159,7 +225,6 @@ class Storage(Protocol):
         worker_id: str,
         lease: float,
         *,
-        now: datetime | None = None,
         held: Collection[int] | None = None,
     ) -> set[int]:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
@@ -167,7 +232,7 @@ class Storage(Protocol):
         statement whose reply was lost expires and is rescued instead of being kept forever).
         Return the ids among them whose cancellation was requested."""
 
-    def register_worker(self, worker: WorkerInfo, *, now: datetime | None = None) -> None:
+    def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""
 
     def set_worker_stopping(self, worker_id: str) -> None:
@@ -176,10 +241,10 @@ class Storage(Protocol):
     def deregister_worker(self, worker_id: str) -> None:
         """Delete the worker's row."""
 
-    def list_workers(self, *, now: datetime | None = None) -> list[WorkerRow]:
+    def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
 
-    def rescue_jobs(self, *, now: datetime | None = None, limit: int = 1000) -> list[RescuedJob]:
+    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
         """Jobs running with an expired lease go back to queued (or to failed when they have no
         attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
 
@@ -188,14 +253,10 @@ class Storage(Protocol):
         ledger cursor recorded before it, ledger rows removed from code before it, and worker
         rows whose heartbeat is older than `workers_older_than`. Returns counts per table."""
 
-    def acquire_maintenance(
-        self, task: str, every: float, worker_id: str, *, now: datetime | None = None
-    ) -> bool:
+    def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""
 
-    def seconds_until_ready(
-        self, queues: Sequence[str], *, now: datetime | None = None
-    ) -> float | None:
+    def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
         """Seconds (database clock) until the earliest queued job of these queues is ready;
         zero or less when one is ready now; None when none is queued."""
 
@@ -208,21 +269,21 @@ class Storage(Protocol):
     def count_jobs(self, flt: JobFilter) -> int:
         """How many jobs match the filter (ignoring before_id and limit)."""
 
-    def queue_stats(self, *, now: datetime | None = None) -> list[QueueStats]:
+    def queue_stats(self) -> list[QueueStats]:
         """Depth per state for each queue."""
 
-    def retry_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def retry_job(self, job_id: int) -> Job:
         """A failed or cancelled job is queued again now with fresh attempts. Raises
         JobNotFound or InvalidJobState."""
 
-    def cancel_job(self, job_id: int, *, now: datetime | None = None) -> Job:
+    def cancel_job(self, job_id: int) -> Job:
         """A queued job becomes cancelled; a running job gets a cancellation request.
         Raises JobNotFound or InvalidJobState (already finished)."""
 
     def delete_job(self, job_id: int) -> bool:
         """Delete a job that is not running. True if deleted. Raises InvalidJobState if running."""
 
-    def bulk_job_action(self, action: str, flt: JobFilter, *, now: datetime | None = None) -> int:
+    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
         """Apply `retry`, `cancel` or `delete` to every job matching the filter."""
 
     def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
@@ -246,35 +307,29 @@ class Storage(Protocol):
         *,
         generation: int,
         fence_ttl: float,
-        plan: Callable[[datetime, Sequence[LedgerRow]], SyncReport],
-        now: datetime | None = None,
         keys: Sequence[str] = (),
-    ) -> SyncReport:
-        """Reconcile the ledger with the code's declarations in one fenced transaction:
-        `plan(now, rows)` gets the rows of `keys` and every code row not marked removed, and
-        decides inserts, restarts and removals; the storage applies them unless a live
-        scheduler worker of a newer generation exists (then the report says `fenced`)."""
+    ) -> AbstractContextManager[SyncTransaction]:
+        """Open the transaction reconciling the ledger with the code's declarations: it holds
+        the rows of `keys` and every code row not marked removed; the caller plans and applies.
+        Fenced (nothing may be written) while a live scheduler of a newer generation exists."""
 
     def tick(
         self,
-        decide: Decide,
         *,
         generation: int,
         fence_ttl: float,
         limit: int,
-        now: datetime | None = None,
         skip_keys: Sequence[str] = (),
         expect_due: bool = False,
-    ) -> TickResult:
-        """One scheduler transaction: lock up to `limit` due ledger rows (skipping rows another
-        scheduler holds), call `decide(now, rows)`, then write the slot history rows, their
-        jobs and the new ledger state together. A slot whose history row already exists is
-        not enqueued again. Fenced (nothing written) while a newer generation is alive: the
-        fence is checked inside that transaction. Rows of `skip_keys` (and runtime rows with
-        overlap "skip") get `active_jobs` filled.
+    ) -> AbstractContextManager[TickTransaction]:
+        """Open one scheduler transaction holding up to `limit` due ledger rows locked (skipping
+        rows another scheduler holds); the caller decides and applies. A slot whose history row
+        already exists is not enqueued again. Fenced (`done`, nothing written) while a newer
+        generation is alive: the fence is checked inside that transaction. Rows of `skip_keys`
+        (and runtime rows with overlap "skip") get `active_jobs` filled.
 
-        While nothing is due it opens no transaction: one read returns the clock, the fence
-        and the earliest next_due_at (an `idle` result carrying `next_due_at`). With
+        While nothing is due it opens no transaction: one read gives the clock, the fence and
+        the earliest next_due_at (`done` is an `idle` result carrying `next_due_at`). With
         `expect_due` (the caller's previous batch was full) it skips that read."""
 
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
@@ -289,19 +344,15 @@ class Storage(Protocol):
     def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
         """Slot history of a schedule, newest slot first, with each job's state."""
 
-    def upsert_dynamic(self, row: LedgerRow, *, create: bool, now: datetime | None = None) -> None:
+    def upsert_dynamic(self, row: LedgerRow) -> None:
         """Create or replace a dynamic schedule's definition (ledger row)."""
 
     def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
         """Delete a ledger row and its slot history; cancel its queued jobs when asked.
         Returns how many jobs were cancelled."""
 
-    def update_operator_state(
-        self, key: str, changes: dict[str, Any], *, now: datetime | None = None
-    ) -> LedgerRow | None:
-        """Set operator columns (paused, paused_until, pause_note, paused_by, paused_at, cursor,
-        next_due_at, missed_total, last_missed_from, last_missed_to) of one row; None if the
-        key has no row."""
+    def update_operator_state(self, key: str, patch: OperatorPatch) -> LedgerRow | None:
+        """Change one row's operator state as the patch says; None if the key has no row."""
 
     def record_slots(
         self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]

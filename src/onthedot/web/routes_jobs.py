@@ -119,7 +119,7 @@ def jobs_bulk(pg: Page) -> Response:
             query=query,
             matching=matching,
         )
-    n = pg.app.storage.bulk_job_action(verb, query.filter(page=False), now=pg.app.clock.fixed_now())
+    n = pg.app.storage.bulk_job_action(verb, query.filter(page=False))
     done = {"retry": "queued again", "cancel": "cancelled", "delete": "deleted"}[verb]
     target = "/jobs" + (f"?{query.query()}" if not query.empty else "")
     return pg.redirect(target, f"{n} job(s) {done}")

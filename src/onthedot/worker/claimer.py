@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.storage.interface import Storage
+from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
 from onthedot.worker.state import Flags, Pipeline
-from onthedot.worker.wakeup import Wakeup
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +164,7 @@ class Claimer:
         self._ready_at = None
         queues = self.paused.active(self.options.queues)
         if queues:
-            ready_in = self.storage.seconds_until_ready(queues, now=self.clock.fixed_now())
+            ready_in = self.storage.seconds_until_ready(queues)
             if ready_in is not None:
                 if ready_in <= 0:
                     self._stuck = True  # a ready job nobody announced (a retry): claim it now
@@ -177,12 +177,11 @@ class Claimer:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         opts = self.options
         total = 0
-        now = self.clock.fixed_now()
         for queue_name in self.paused.active(opts.queues):
             want = min(free - total, opts.batch_size)
             if want <= 0:
                 return total, True  # no room left for this queue's jobs
-            jobs = self.storage.claim_jobs(opts.worker_id, queue_name, want, opts.lease, now=now)
+            jobs = self.storage.claim_jobs(opts.worker_id, queue_name, want, opts.lease)
             if jobs:
                 self.pipeline.add_claimed(jobs)
                 total += len(jobs)

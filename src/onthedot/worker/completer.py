@@ -71,7 +71,7 @@ class Completer:
         errors = 0
         while True:
             try:
-                self.storage.finish_jobs(self.worker_id, outcomes, now=self.clock.fixed_now())
+                self.storage.finish_jobs(self.worker_id, outcomes)
                 break
             except (OnthedotError, OSError) as exc:
                 errors += 1

@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 
 from onthedot.domain.errors import OnthedotError
 from onthedot.observability.events import WorkerStarted, WorkerStopped
-from onthedot.storage.interface import Storage, WorkerInfo
+from onthedot.storage.interface import WorkerInfo
+from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.claimer import Claimer, ClaimOptions, PausedQueues
 from onthedot.worker.completer import Completer
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
@@ -37,15 +38,8 @@ from onthedot.worker.executor import Executors
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
 from onthedot.worker.signals import stop_on_signals
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, RunningJobs, Threads
-from onthedot.worker.wakeup import PostgresWakeup, SqliteWakeup, Wakeup
 
 log = logging.getLogger("onthedot.worker")
-
-
-def _make_wakeup(storage: Storage, queues: Sequence[str]) -> Wakeup:
-    if storage.backend == "postgresql":
-        return PostgresWakeup(storage, set(queues))
-    return SqliteWakeup(getattr(storage, "path", ":memory:"))
 
 
 class Worker:
@@ -106,7 +100,7 @@ class Worker:
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
         self.outcomes = outcomes
         self.backoff = DatabaseBackoff(deps.events, self.flags)
-        self.wakeup = _make_wakeup(self.storage, self.queues)
+        self.wakeup: Wakeup = self.storage.wakeup(set(self.queues))
         self.paused = PausedQueues(self.storage)
         options = ClaimOptions(
             self.id, queues, batch_size, self.lease, burst, poll_interval, stop_after
@@ -279,7 +273,7 @@ class Worker:
         if not unstarted:
             return
         try:
-            self.storage.release_jobs(self.id, unstarted, now=self.deps.clock.fixed_now())
+            self.storage.release_jobs(self.id, unstarted)
         except OnthedotError as exc:
             log.warning(
                 "could not give back %d unstarted jobs (%s); their leases will "

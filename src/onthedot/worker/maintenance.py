@@ -117,23 +117,19 @@ class Keeper:
 
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
-        cancel = self.storage.heartbeat(
-            self.worker_id, self.lease, now=self.clock.fixed_now(), held=held
-        )
+        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held)
         if cancel:
             for future in self.running.request_cancel(cancel):
                 future.cancel()
         self.running.forget_finished_cancels()
 
     def rescue(self) -> None:
-        rescued = self.storage.rescue_jobs(now=self.clock.fixed_now())
+        rescued = self.storage.rescue_jobs()
         for r in rescued:
             self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
 
     def prune(self) -> None:
-        if not self.storage.acquire_maintenance(
-            "prune", PRUNE_EVERY, self.worker_id, now=self.clock.fixed_now()
-        ):
+        if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
             return
         now = self.clock.fixed_now() or self.storage.db_now()
         counts = self.storage.prune(

@@ -1,8 +1,9 @@
 """Helpers of the storage conformance suite: every test here runs on SQLite and PostgreSQL
 through the `db_url`/`app` fixtures of tests/conftest.py.
 
-Time is driven explicitly: tests pass `now=` (a ManualClock's time) to every verb that takes it,
-so no test depends on the wall clock or sleeps.
+Time is driven explicitly: tests fix "now" with `storage.at(instant)` (the same storage at a
+ManualClock's time) for every verb that depends on it, so no test depends on the wall clock or
+sleeps.
 """
 
 from __future__ import annotations

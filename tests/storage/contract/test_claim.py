@@ -31,49 +31,49 @@ def test_claim_order_is_priority_then_run_at_then_id(storage: Storage) -> None:
         (0, -20),
         (5, -30),
     ]
-    ids = storage.enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs], now=T0)
+    ids = storage.at(T0).enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs])
     expected = sorted(range(len(ids)), key=lambda i: (-specs[i][0], specs[i][1], ids[i]))
-    claimed = storage.claim_jobs("w", "default", 100, 30, now=T0)
+    claimed = storage.at(T0).claim_jobs("w", "default", 100, 30)
     assert [c.id for c in claimed] == [ids[i] for i in expected]
     # The same order holds one claim at a time.
-    ids2 = storage.enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs], now=T0)
-    one_by_one = [storage.claim_jobs("w", "default", 1, 30, now=T0) for _ in ids2]
+    ids2 = storage.at(T0).enqueue([new_job("o", priority=p, run_at=at(s)) for p, s in specs])
+    one_by_one = [storage.at(T0).claim_jobs("w", "default", 1, 30) for _ in ids2]
     assert [c[0].id for c in one_by_one] == [ids2[i] for i in expected]
 
 
 def test_delayed_job_not_claimed_before_run_at(storage: Storage) -> None:
-    (job_id,) = storage.enqueue([new_job("d", run_at=at(60))], now=T0)
-    assert storage.claim_jobs("w", "default", 10, 30, now=T0) == []
-    assert storage.claim_jobs("w", "default", 10, 30, now=at(59.5)) == []
-    assert storage.seconds_until_ready(["default"], now=at(30)) == 30.0
-    claimed = storage.claim_jobs("w", "default", 10, 30, now=at(60))
+    (job_id,) = storage.at(T0).enqueue([new_job("d", run_at=at(60))])
+    assert storage.at(T0).claim_jobs("w", "default", 10, 30) == []
+    assert storage.at(at(59.5)).claim_jobs("w", "default", 10, 30) == []
+    assert storage.at(at(30)).seconds_until_ready(["default"]) == 30.0
+    claimed = storage.at(at(60)).claim_jobs("w", "default", 10, 30)
     assert [c.id for c in claimed] == [job_id]
 
 
 def test_seconds_until_ready(storage: Storage) -> None:
-    assert storage.seconds_until_ready(["default"], now=T0) is None
-    storage.enqueue([new_job("s", run_at=at(50), queue="a"), new_job("s", run_at=at(20))], now=T0)
-    assert storage.seconds_until_ready(["default"], now=T0) == 20.0
-    assert storage.seconds_until_ready(["a", "default"], now=T0) == 20.0
-    assert storage.seconds_until_ready(["a"], now=T0) == 50.0
-    ready = storage.seconds_until_ready(["default"], now=at(25))
+    assert storage.at(T0).seconds_until_ready(["default"]) is None
+    storage.at(T0).enqueue([new_job("s", run_at=at(50), queue="a"), new_job("s", run_at=at(20))])
+    assert storage.at(T0).seconds_until_ready(["default"]) == 20.0
+    assert storage.at(T0).seconds_until_ready(["a", "default"]) == 20.0
+    assert storage.at(T0).seconds_until_ready(["a"]) == 50.0
+    ready = storage.at(at(25)).seconds_until_ready(["default"])
     assert ready is not None and ready <= 0
-    assert storage.seconds_until_ready(["nothing"], now=T0) is None
+    assert storage.at(T0).seconds_until_ready(["nothing"]) is None
 
 
 def test_limit_respected_and_no_job_twice(storage: Storage) -> None:
-    ids = storage.enqueue([new_job("l", args=[i]) for i in range(10)], now=T0)
-    first = storage.claim_jobs("w1", "default", 4, 30, now=T0)
-    second = storage.claim_jobs("w2", "default", 4, 30, now=T0)
-    third = storage.claim_jobs("w1", "default", 4, 30, now=T0)
+    ids = storage.at(T0).enqueue([new_job("l", args=[i]) for i in range(10)])
+    first = storage.at(T0).claim_jobs("w1", "default", 4, 30)
+    second = storage.at(T0).claim_jobs("w2", "default", 4, 30)
+    third = storage.at(T0).claim_jobs("w1", "default", 4, 30)
     assert [len(first), len(second), len(third)] == [4, 4, 2]
     assert [c.id for c in first + second + third] == ids
-    assert storage.claim_jobs("w3", "default", 4, 30, now=T0) == []
+    assert storage.at(T0).claim_jobs("w3", "default", 4, 30) == []
     assert {job(storage, c.id).worker_id for c in second} == {"w2"}
 
 
 def test_claim_counts_an_attempt_and_returns_the_job(storage: Storage) -> None:
-    (job_id,) = storage.enqueue(
+    (job_id,) = storage.at(T0).enqueue(
         [
             new_job(
                 "c",
@@ -84,9 +84,8 @@ def test_claim_counts_an_attempt_and_returns_the_job(storage: Storage) -> None:
                 timeout=1.5,
             )
         ],
-        now=T0,
     )
-    (claimed,) = storage.claim_jobs("w1", "q", 5, 30, now=at(1))
+    (claimed,) = storage.at(at(1)).claim_jobs("w1", "q", 5, 30)
     assert (claimed.id, claimed.name, claimed.queue) == (job_id, "c", "q")
     assert (claimed.args, claimed.kwargs) == ([1, {"a": None}], {"k": "v"})
     assert (claimed.attempt, claimed.max_attempts, claimed.timeout) == (1, 4, 1.5)
@@ -95,8 +94,8 @@ def test_claim_counts_an_attempt_and_returns_the_job(storage: Storage) -> None:
     assert running.state is JobState.RUNNING and running.attempts == 1
     assert (running.worker_id, running.started_at) == ("w1", at(1))
 
-    storage.finish_jobs("w1", [_retry(job_id)], now=at(2))
-    (again,) = storage.claim_jobs("w2", "q", 5, 30, now=at(2))
+    storage.at(at(2)).finish_jobs("w1", [_retry(job_id)])
+    (again,) = storage.at(at(2)).claim_jobs("w2", "q", 5, 30)
     assert again.attempt == 2 and job(storage, job_id).attempts == 2
 
 
@@ -105,12 +104,12 @@ def _retry(job_id: int) -> Outcome:
 
 
 def test_queue_isolation(storage: Storage) -> None:
-    a = storage.enqueue([new_job("i", queue="a") for _ in range(3)], now=T0)
-    b = storage.enqueue([new_job("i", queue="b", priority=9) for _ in range(2)], now=T0)
-    assert [c.id for c in storage.claim_jobs("w", "a", 10, 30, now=T0)] == a
-    assert storage.claim_jobs("w", "a", 10, 30, now=T0) == []
-    assert storage.claim_jobs("w", "c", 10, 30, now=T0) == []
-    assert [c.id for c in storage.claim_jobs("w", "b", 10, 30, now=T0)] == b
+    a = storage.at(T0).enqueue([new_job("i", queue="a") for _ in range(3)])
+    b = storage.at(T0).enqueue([new_job("i", queue="b", priority=9) for _ in range(2)])
+    assert [c.id for c in storage.at(T0).claim_jobs("w", "a", 10, 30)] == a
+    assert storage.at(T0).claim_jobs("w", "a", 10, 30) == []
+    assert storage.at(T0).claim_jobs("w", "c", 10, 30) == []
+    assert [c.id for c in storage.at(T0).claim_jobs("w", "b", 10, 30)] == b
 
 
 def test_concurrent_claims_never_share_a_job(
@@ -118,14 +117,14 @@ def test_concurrent_claims_never_share_a_job(
 ) -> None:
     """Separate connections (as separate processes would have) claim in a tight race."""
     n_jobs, n_threads = 600, 4
-    ids = storage.enqueue([new_job("race", args=[i]) for i in range(n_jobs)], now=T0)
+    ids = storage.at(T0).enqueue([new_job("race", args=[i]) for i in range(n_jobs)])
     stores = other_storages(n_threads)
 
     def claim_all(i: int) -> list[int]:
         rng = random.Random(i)
         got: list[int] = []
         while True:
-            batch = stores[i].claim_jobs(f"w{i}", "default", rng.randint(1, 4), 30, now=T0)
+            batch = stores[i].at(T0).claim_jobs(f"w{i}", "default", rng.randint(1, 4), 30)
             if not batch:
                 return got
             got.extend(c.id for c in batch)
@@ -140,7 +139,7 @@ def test_concurrent_claims_never_share_a_job(
 
 
 def test_lock_key_serializes(storage: Storage) -> None:
-    a1, a2, free, b1, a3 = storage.enqueue(
+    a1, a2, free, b1, a3 = storage.at(T0).enqueue(
         [
             new_job("s", lock_key="a"),
             new_job("s", lock_key="a"),
@@ -148,16 +147,15 @@ def test_lock_key_serializes(storage: Storage) -> None:
             new_job("s", lock_key="b"),
             new_job("s", lock_key="a"),
         ],
-        now=T0,
     )
-    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=T0)] == [a1, free, b1]
-    assert storage.claim_jobs("w", "default", 10, 30, now=T0) == []
-    storage.finish_jobs("w", [succeed(a1)], now=at(1))
-    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=at(1))] == [a2]
-    storage.release_jobs("w", [a2], now=at(2))  # released: still the next of its key
-    assert [c.id for c in storage.claim_jobs("w2", "default", 10, 30, now=at(2))] == [a2]
-    storage.finish_jobs("w2", [succeed(a2)], now=at(3))
-    assert [c.id for c in storage.claim_jobs("w", "default", 10, 30, now=at(3))] == [a3]
+    assert [c.id for c in storage.at(T0).claim_jobs("w", "default", 10, 30)] == [a1, free, b1]
+    assert storage.at(T0).claim_jobs("w", "default", 10, 30) == []
+    storage.at(at(1)).finish_jobs("w", [succeed(a1)])
+    assert [c.id for c in storage.at(at(1)).claim_jobs("w", "default", 10, 30)] == [a2]
+    storage.at(at(2)).release_jobs("w", [a2])  # released: still the next of its key
+    assert [c.id for c in storage.at(at(2)).claim_jobs("w2", "default", 10, 30)] == [a2]
+    storage.at(at(3)).finish_jobs("w2", [succeed(a2)])
+    assert [c.id for c in storage.at(at(3)).claim_jobs("w", "default", 10, 30)] == [a3]
 
 
 def test_lock_key_under_concurrent_claims(
@@ -165,7 +163,7 @@ def test_lock_key_under_concurrent_claims(
 ) -> None:
     keys = ["k0", "k1", "k2"]
     jobs = [new_job("s", lock_key=keys[i % 3], args=[i]) for i in range(45)]
-    ids = storage.enqueue(jobs, now=T0)
+    ids = storage.at(T0).enqueue(jobs)
     key_of = {job_id: keys[i % 3] for i, job_id in enumerate(ids)}
     stores = other_storages(4)
     held: set[str] = set()
@@ -176,7 +174,7 @@ def test_lock_key_under_concurrent_claims(
     def work(i: int) -> None:
         idle = 0
         while idle < 200 and len(done) < len(ids):
-            batch = stores[i].claim_jobs(f"w{i}", "default", 3, 30, now=T0)
+            batch = stores[i].at(T0).claim_jobs(f"w{i}", "default", 3, 30)
             idle = 0 if batch else idle + 1
             with guard:
                 for claimed in batch:
@@ -190,7 +188,7 @@ def test_lock_key_under_concurrent_claims(
             with guard:
                 for claimed in batch:
                     held.discard(key_of[claimed.id])
-            stores[i].finish_jobs(f"w{i}", [succeed(c.id) for c in batch], now=T0)
+            stores[i].at(T0).finish_jobs(f"w{i}", [succeed(c.id) for c in batch])
 
     run_threads(4, work)
     assert overlaps == []
@@ -199,7 +197,7 @@ def test_lock_key_under_concurrent_claims(
 
 
 def test_verbs_on_the_database_clock(storage: Storage) -> None:
-    """now=None: every verb reads the database clock (PostgreSQL now(), SQLite's host clock)."""
+    """No fixed time: every verb reads the database clock (PostgreSQL now(), SQLite clock)."""
     start = storage.db_now()
     assert start.utcoffset() == timedelta(0)
     assert abs(start - datetime.now(UTC)) < timedelta(minutes=5)

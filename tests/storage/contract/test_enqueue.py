@@ -20,16 +20,16 @@ from tests.storage.contract.conftest import T0, at, job, new_job, succeed
 
 def test_ids_in_input_order(storage: Storage) -> None:
     names = ["c", "a", "b", "a"]
-    ids = storage.enqueue([new_job(n, args=[i]) for i, n in enumerate(names)], now=T0)
+    ids = storage.at(T0).enqueue([new_job(n, args=[i]) for i, n in enumerate(names)])
     assert len(ids) == 4
     assert ids == sorted(ids) and len(set(ids)) == 4
     assert [job(storage, i).name for i in ids] == names
     assert [job(storage, i).args for i in ids] == [[0], [1], [2], [3]]
-    assert storage.enqueue([], now=T0) == []
+    assert storage.at(T0).enqueue([]) == []
 
 
 def test_new_job_fields(storage: Storage) -> None:
-    (job_id,) = storage.enqueue(
+    (job_id,) = storage.at(T0).enqueue(
         [
             new_job(
                 "full",
@@ -41,7 +41,6 @@ def test_new_job_fields(storage: Storage) -> None:
                 priority=-4,
             )
         ],
-        now=T0,
     )
     j = job(storage, job_id)
     assert (j.name, j.queue, j.priority, j.state) == ("full", "q1", -4, JobState.QUEUED)
@@ -90,17 +89,17 @@ def test_options_through_the_job_function(app: App, clock: ManualClock) -> None:
 
 
 def test_unique_key_dedupes_while_queued_or_running(storage: Storage) -> None:
-    first = storage.enqueue([new_job("u", unique_key="report:1")], now=T0)[0]
-    assert storage.enqueue([new_job("u", unique_key="report:1")], now=T0) == [first]
-    other = storage.enqueue([new_job("u", unique_key="report:2")], now=T0)[0]
+    first = storage.at(T0).enqueue([new_job("u", unique_key="report:1")])[0]
+    assert storage.at(T0).enqueue([new_job("u", unique_key="report:1")]) == [first]
+    other = storage.at(T0).enqueue([new_job("u", unique_key="report:2")])[0]
     assert other != first
 
-    assert [c.id for c in storage.claim_jobs("w1", "default", 1, 30, now=T0)] == [first]
+    assert [c.id for c in storage.at(T0).claim_jobs("w1", "default", 1, 30)] == [first]
     assert job(storage, first).state is JobState.RUNNING
-    assert storage.enqueue([new_job("u", unique_key="report:1")], now=T0) == [first]
+    assert storage.at(T0).enqueue([new_job("u", unique_key="report:1")]) == [first]
 
-    assert storage.finish_jobs("w1", [succeed(first)], now=at(1)) == 1
-    again = storage.enqueue([new_job("u", unique_key="report:1")], now=at(2))[0]
+    assert storage.at(at(1)).finish_jobs("w1", [succeed(first)]) == 1
+    again = storage.at(at(2)).enqueue([new_job("u", unique_key="report:1")])[0]
     assert again not in (first, other)
     assert job(storage, again).state is JobState.QUEUED
     assert storage.count_jobs(JobFilter(name="u")) == 3
@@ -108,20 +107,20 @@ def test_unique_key_dedupes_while_queued_or_running(storage: Storage) -> None:
 
 @pytest.mark.parametrize("kind", [OutcomeKind.FAILED, OutcomeKind.CANCELLED])
 def test_unique_key_free_after_failure_or_cancel(storage: Storage, kind: OutcomeKind) -> None:
-    first = storage.enqueue([new_job("u", unique_key="k")], now=T0)[0]
-    storage.claim_jobs("w1", "default", 1, 30, now=T0)
-    storage.finish_jobs("w1", [Outcome(first, kind, error="E: x")], now=at(1))
-    assert storage.enqueue([new_job("u", unique_key="k")], now=at(2)) != [first]
+    first = storage.at(T0).enqueue([new_job("u", unique_key="k")])[0]
+    storage.at(T0).claim_jobs("w1", "default", 1, 30)
+    storage.at(at(1)).finish_jobs("w1", [Outcome(first, kind, error="E: x")])
+    assert storage.at(at(2)).enqueue([new_job("u", unique_key="k")]) != [first]
 
 
 def test_unique_key_held_through_retry(storage: Storage) -> None:
-    first = storage.enqueue([new_job("u", unique_key="k")], now=T0)[0]
-    storage.claim_jobs("w1", "default", 1, 30, now=T0)
-    storage.finish_jobs(
-        "w1", [Outcome(first, OutcomeKind.RETRY, error="E: x", retry_in=10)], now=at(1)
+    first = storage.at(T0).enqueue([new_job("u", unique_key="k")])[0]
+    storage.at(T0).claim_jobs("w1", "default", 1, 30)
+    storage.at(at(1)).finish_jobs(
+        "w1", [Outcome(first, OutcomeKind.RETRY, error="E: x", retry_in=10)]
     )
     assert job(storage, first).state is JobState.QUEUED
-    assert storage.enqueue([new_job("u", unique_key="k")], now=at(2)) == [first]
+    assert storage.at(at(2)).enqueue([new_job("u", unique_key="k")]) == [first]
 
 
 def test_unique_key_within_one_batch(app: App) -> None:
@@ -132,8 +131,8 @@ def test_unique_key_within_one_batch(app: App) -> None:
     assert len(set(ids)) == 1
     assert app.storage.count_jobs(JobFilter(name="sync")) == 1
     assert job(app.storage, ids[0]).args == [1]
-    mixed = app.storage.enqueue(
-        [new_job("m", unique_key="a"), new_job("m"), new_job("m", unique_key="a")], now=T0
+    mixed = app.storage.at(T0).enqueue(
+        [new_job("m", unique_key="a"), new_job("m"), new_job("m", unique_key="a")]
     )
     assert mixed[0] == mixed[2] and len(set(mixed)) == 2
 
@@ -155,7 +154,7 @@ def test_enqueue_many_bulk(app: App, clock: ManualClock) -> None:
         assert (j.args, j.kwargs) == expected
         assert (j.priority, j.queue, j.run_at, j.created_at) == (2, "bulkq", T0, T0)
     # The bulk path hands out jobs like any other: all of them, in id order.
-    claimed = app.storage.claim_jobs("w", "bulkq", n, 30, now=T0)
+    claimed = app.storage.at(T0).claim_jobs("w", "bulkq", n, 30)
     assert [c.id for c in claimed] == ids
     assert bulk.enqueue_many([]) == []
 

@@ -26,7 +26,7 @@ def make(db_url: str, spec: str) -> tuple[App, ManualClock, Scheduler]:
 
 
 def newer_worker(app: App, generation: int, *, scheduler: bool = True) -> None:
-    app.storage.register_worker(
+    app.storage.at(app.clock.fixed_now()).register_worker(
         WorkerInfo(
             id=f"new-{generation}-{scheduler}",
             hostname="h",
@@ -36,7 +36,6 @@ def newer_worker(app: App, generation: int, *, scheduler: bool = True) -> None:
             scheduler=scheduler,
             generation=generation,
         ),
-        now=app.clock.fixed_now(),
     )
 
 

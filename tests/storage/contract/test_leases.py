@@ -17,39 +17,39 @@ def _worker(worker_id: str, **fields: object) -> WorkerInfo:
 
 
 def test_heartbeat_extends_leases(storage: Storage) -> None:
-    mine = storage.enqueue([new_job("h"), new_job("h")], now=T0)
-    (theirs,) = storage.enqueue([new_job("h", queue="other")], now=T0)
-    storage.claim_jobs("w1", "default", 2, 10, now=T0)  # leased until T0+10
-    storage.claim_jobs("w2", "other", 1, 10, now=T0)
-    assert storage.heartbeat("w1", 10, now=at(8)) == set()  # w1's leases: until T0+18
-    rescued = storage.rescue_jobs(now=at(12))
+    mine = storage.at(T0).enqueue([new_job("h"), new_job("h")])
+    (theirs,) = storage.at(T0).enqueue([new_job("h", queue="other")])
+    storage.at(T0).claim_jobs("w1", "default", 2, 10)  # leased until T0+10
+    storage.at(T0).claim_jobs("w2", "other", 1, 10)
+    assert storage.at(at(8)).heartbeat("w1", 10) == set()  # w1's leases: until T0+18
+    rescued = storage.at(at(12)).rescue_jobs()
     assert [r.id for r in rescued] == [theirs]
-    assert storage.rescue_jobs(now=at(17.5)) == []
+    assert storage.at(at(17.5)).rescue_jobs() == []
     assert {job(storage, i).state for i in mine} == {JobState.RUNNING}
-    assert sorted(r.id for r in storage.rescue_jobs(now=at(18.5))) == mine
+    assert sorted(r.id for r in storage.at(at(18.5)).rescue_jobs()) == mine
 
 
 def test_heartbeat_returns_cancel_requests(storage: Storage) -> None:
-    a, b = storage.enqueue([new_job("h"), new_job("h")], now=T0)
-    storage.claim_jobs("w1", "default", 2, 30, now=T0)
-    assert storage.heartbeat("w1", 30, now=at(1)) == set()
-    storage.cancel_job(b, now=at(2))
+    a, b = storage.at(T0).enqueue([new_job("h"), new_job("h")])
+    storage.at(T0).claim_jobs("w1", "default", 2, 30)
+    assert storage.at(at(1)).heartbeat("w1", 30) == set()
+    storage.at(at(2)).cancel_job(b)
     assert job(storage, b).cancel_requested and job(storage, b).state is JobState.RUNNING
-    assert storage.heartbeat("w1", 30, now=at(3)) == {b}
-    assert storage.heartbeat("w2", 30, now=at(3)) == set()
-    storage.finish_jobs("w1", [Outcome(b, OutcomeKind.CANCELLED)], now=at(4))
-    assert storage.heartbeat("w1", 30, now=at(5)) == set()
+    assert storage.at(at(3)).heartbeat("w1", 30) == {b}
+    assert storage.at(at(3)).heartbeat("w2", 30) == set()
+    storage.at(at(4)).finish_jobs("w1", [Outcome(b, OutcomeKind.CANCELLED)])
+    assert storage.at(at(5)).heartbeat("w1", 30) == set()
     assert job(storage, b).state is JobState.CANCELLED and not job(storage, b).cancel_requested
     assert job(storage, a).state is JobState.RUNNING
 
 
 def test_rescue_requeues_or_fails(storage: Storage) -> None:
-    again, last = storage.enqueue(
-        [new_job("r", max_attempts=2), new_job("r", max_attempts=1)], now=T0
+    again, last = storage.at(T0).enqueue(
+        [new_job("r", max_attempts=2), new_job("r", max_attempts=1)]
     )
-    storage.claim_jobs("w1", "default", 2, 5, now=T0)
-    assert storage.rescue_jobs(now=at(5)) == []  # the lease runs until T0+5 inclusive
-    rescued = {r.id: r for r in storage.rescue_jobs(now=at(6))}
+    storage.at(T0).claim_jobs("w1", "default", 2, 5)
+    assert storage.at(at(5)).rescue_jobs() == []  # the lease runs until T0+5 inclusive
+    rescued = {r.id: r for r in storage.at(at(6)).rescue_jobs()}
     assert set(rescued) == {again, last}
     assert (rescued[again].name, rescued[again].attempt, rescued[again].requeued) == ("r", 1, True)
     assert (rescued[last].attempt, rescued[last].requeued) == (1, False)
@@ -64,19 +64,19 @@ def test_rescue_requeues_or_fails(storage: Storage) -> None:
     assert failed.error is not None and failed.error.startswith("WorkerLost")
 
     # The requeued job runs its second (and last) attempt; losing that one fails it for good.
-    (claimed,) = storage.claim_jobs("w2", "default", 5, 5, now=at(7))
+    (claimed,) = storage.at(at(7)).claim_jobs("w2", "default", 5, 5)
     assert (claimed.id, claimed.attempt) == (again, 2)
-    (second,) = storage.rescue_jobs(now=at(20))
+    (second,) = storage.at(at(20)).rescue_jobs()
     assert (second.id, second.attempt, second.requeued) == (again, 2, False)
     assert len(job(storage, again).errors) == 2
-    assert storage.rescue_jobs(now=at(100)) == []
+    assert storage.at(at(100)).rescue_jobs() == []
 
 
 def test_rescue_respects_limit(storage: Storage) -> None:
-    ids = storage.enqueue([new_job("r") for _ in range(5)], now=T0)
-    storage.claim_jobs("w1", "default", 5, 1, now=T0)
-    first = storage.rescue_jobs(now=at(2), limit=3)
-    rest = storage.rescue_jobs(now=at(2), limit=3)
+    ids = storage.at(T0).enqueue([new_job("r") for _ in range(5)])
+    storage.at(T0).claim_jobs("w1", "default", 5, 1)
+    first = storage.at(at(2)).rescue_jobs(limit=3)
+    rest = storage.at(at(2)).rescue_jobs(limit=3)
     assert (len(first), len(rest)) == (3, 2)
     assert sorted(r.id for r in first + rest) == ids
 
@@ -84,13 +84,13 @@ def test_rescue_respects_limit(storage: Storage) -> None:
 def test_concurrent_rescue_is_idempotent(
     storage: Storage, other_storages: Callable[[int], Sequence[Storage]]
 ) -> None:
-    ids = storage.enqueue([new_job("r") for _ in range(300)], now=T0)
-    storage.claim_jobs("w1", "default", 300, 1, now=T0)
+    ids = storage.at(T0).enqueue([new_job("r") for _ in range(300)])
+    storage.at(T0).claim_jobs("w1", "default", 300, 1)
     stores = other_storages(4)
 
     def rescue(i: int) -> list[int]:
         got: list[int] = []
-        while batch := stores[i].rescue_jobs(now=at(5), limit=25):
+        while batch := stores[i].at(at(5)).rescue_jobs(limit=25):
             got.extend(r.id for r in batch)
         return got
 
@@ -103,13 +103,13 @@ def test_concurrent_rescue_is_idempotent(
 
 
 def test_worker_rows(storage: Storage) -> None:
-    assert storage.list_workers(now=T0) == []
-    storage.register_worker(_worker("w1", queues=("a", "b"), scheduler=False), now=T0)
-    storage.register_worker(_worker("w2", generation=3, pid=7), now=at(10))
-    (job_id,) = storage.enqueue([new_job("x")], now=T0)
-    storage.claim_jobs("w1", "default", 1, 30, now=at(10))
+    assert storage.at(T0).list_workers() == []
+    storage.at(T0).register_worker(_worker("w1", queues=("a", "b"), scheduler=False))
+    storage.at(at(10)).register_worker(_worker("w2", generation=3, pid=7))
+    (job_id,) = storage.at(T0).enqueue([new_job("x")])
+    storage.at(at(10)).claim_jobs("w1", "default", 1, 30)
 
-    w2, w1 = storage.list_workers(now=at(15))  # newest first
+    w2, w1 = storage.at(at(15)).list_workers()  # newest first
     assert (w1.id, w1.hostname, w1.pid, w1.queues, w1.concurrency) == (
         "w1",
         "host-a",
@@ -123,30 +123,30 @@ def test_worker_rows(storage: Storage) -> None:
     assert w2.heartbeat_age == 5.0
     assert w1.to_json()["queues"] == ["a", "b"]
 
-    storage.heartbeat("w1", 30, now=at(14))
+    storage.at(at(14)).heartbeat("w1", 30)
     storage.set_worker_stopping("w1")
-    w1 = next(w for w in storage.list_workers(now=at(15)) if w.id == "w1")
+    w1 = next(w for w in storage.at(at(15)).list_workers() if w.id == "w1")
     assert (w1.heartbeat_at, w1.heartbeat_age, w1.stopping) == (at(14), 1.0, True)
 
     # Registering again (a restart under the same id) clears `stopping`.
-    storage.register_worker(_worker("w1", generation=4), now=at(20))
-    w1 = next(w for w in storage.list_workers(now=at(20)) if w.id == "w1")
+    storage.at(at(20)).register_worker(_worker("w1", generation=4))
+    w1 = next(w for w in storage.at(at(20)).list_workers() if w.id == "w1")
     assert (w1.stopping, w1.generation, w1.heartbeat_at) == (False, 4, at(20))
 
     storage.deregister_worker("w1")
     storage.deregister_worker("nobody")
-    assert [w.id for w in storage.list_workers(now=at(20))] == ["w2"]
+    assert [w.id for w in storage.at(at(20)).list_workers()] == ["w2"]
     assert job(storage, job_id).state is JobState.RUNNING  # deregistering leaves jobs to rescue
 
 
 def test_acquire_maintenance(storage: Storage) -> None:
-    assert storage.acquire_maintenance("prune", 60, "w1", now=T0)
-    assert not storage.acquire_maintenance("prune", 60, "w2", now=T0)
-    assert not storage.acquire_maintenance("prune", 60, "w1", now=at(59.9))
-    assert storage.acquire_maintenance("rescue", 60, "w2", now=at(1))  # tasks are independent
-    assert storage.acquire_maintenance("prune", 60, "w2", now=at(60))
-    assert not storage.acquire_maintenance("prune", 60, "w1", now=at(61))
-    assert storage.acquire_maintenance("prune", 60, "w1", now=at(500))
+    assert storage.at(T0).acquire_maintenance("prune", 60, "w1")
+    assert not storage.at(T0).acquire_maintenance("prune", 60, "w2")
+    assert not storage.at(at(59.9)).acquire_maintenance("prune", 60, "w1")
+    assert storage.at(at(1)).acquire_maintenance("rescue", 60, "w2")  # tasks are independent
+    assert storage.at(at(60)).acquire_maintenance("prune", 60, "w2")
+    assert not storage.at(at(61)).acquire_maintenance("prune", 60, "w1")
+    assert storage.at(at(500)).acquire_maintenance("prune", 60, "w1")
 
 
 def test_acquire_maintenance_one_winner_per_interval(
@@ -156,31 +156,30 @@ def test_acquire_maintenance_one_winner_per_interval(
     for round_no in range(5):
         now = at(round_no * 10)
         wins = run_threads(
-            6, lambda i, now=now: stores[i].acquire_maintenance("tick", 10, f"w{i}", now=now)
+            6, lambda i, now=now: stores[i].at(now).acquire_maintenance("tick", 10, f"w{i}")
         )
         assert sum(wins) == 1, f"round {round_no}: {wins}"
 
 
 def test_prune_deletes_only_old_finished_jobs_and_old_workers(storage: Storage) -> None:
-    done_old, failed_old, cancelled_old, done_new, running, queued_old = storage.enqueue(
-        [new_job("p", queue=q) for q in ("a", "b", "c", "d", "e", "zz")], now=T0
+    done_old, failed_old, cancelled_old, done_new, running, queued_old = storage.at(T0).enqueue(
+        [new_job("p", queue=q) for q in ("a", "b", "c", "d", "e", "zz")]
     )
     for q in "abc":
-        storage.claim_jobs("w", q, 1, 10_000, now=T0)
-    storage.finish_jobs(
+        storage.at(T0).claim_jobs("w", q, 1, 10_000)
+    storage.at(at(10)).finish_jobs(
         "w",
         [
             succeed(done_old),
             Outcome(failed_old, OutcomeKind.FAILED, error="E"),
             Outcome(cancelled_old, OutcomeKind.CANCELLED),
         ],
-        now=at(10),
     )
-    storage.claim_jobs("w", "d", 1, 10_000, now=T0)
-    storage.finish_jobs("w", [succeed(done_new)], now=at(100))
-    storage.claim_jobs("w", "e", 1, 10_000, now=T0)
-    storage.register_worker(_worker("old"), now=T0)
-    storage.register_worker(_worker("young"), now=at(100))
+    storage.at(T0).claim_jobs("w", "d", 1, 10_000)
+    storage.at(at(100)).finish_jobs("w", [succeed(done_new)])
+    storage.at(T0).claim_jobs("w", "e", 1, 10_000)
+    storage.at(T0).register_worker(_worker("old"))
+    storage.at(at(100)).register_worker(_worker("young"))
 
     counts = storage.prune(older_than=at(50), workers_older_than=at(50))
     assert counts["jobs"] == 3 and counts["workers"] == 1
@@ -189,7 +188,7 @@ def test_prune_deletes_only_old_finished_jobs_and_old_workers(storage: Storage) 
     assert job(storage, done_new).state is JobState.SUCCEEDED
     assert job(storage, running).state is JobState.RUNNING
     assert job(storage, queued_old).state is JobState.QUEUED
-    assert [w.id for w in storage.list_workers(now=at(100))] == ["young"]
+    assert [w.id for w in storage.at(at(100)).list_workers()] == ["young"]
     again = storage.prune(older_than=at(50), workers_older_than=at(50))
     assert (again["jobs"], again["workers"]) == (0, 0)
     # Finishing exactly at the cut-off is not "before" it.

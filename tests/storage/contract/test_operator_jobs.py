@@ -15,17 +15,17 @@ MISSING = 987_654
 def _in_state(storage: Storage, state: JobState, **fields: object) -> int:
     """A job of queue `st-<state>` brought into `state`."""
     queue = f"st-{state}"
-    (job_id,) = storage.enqueue([new_job("op", queue=queue, **fields)], now=T0)  # type: ignore[arg-type]
+    (job_id,) = storage.at(T0).enqueue([new_job("op", queue=queue, **fields)])  # type: ignore[arg-type]
     if state is JobState.QUEUED:
         return job_id
-    storage.claim_jobs("w1", queue, 1, 30, now=T0)
+    storage.at(T0).claim_jobs("w1", queue, 1, 30)
     outcome = {
         JobState.SUCCEEDED: succeed(job_id, 1),
         JobState.FAILED: Outcome(job_id, OutcomeKind.FAILED, error="Boom: failed"),
         JobState.CANCELLED: Outcome(job_id, OutcomeKind.CANCELLED, error="cancelled"),
     }.get(state)
     if outcome is not None:
-        storage.finish_jobs("w1", [outcome], now=at(1))
+        storage.at(at(1)).finish_jobs("w1", [outcome])
     assert job(storage, job_id).state is state
     return job_id
 
@@ -37,7 +37,7 @@ def test_get_job_of_unknown_id(storage: Storage) -> None:
 @pytest.mark.parametrize("state", [JobState.FAILED, JobState.CANCELLED])
 def test_retry_job(storage: Storage, state: JobState) -> None:
     job_id = _in_state(storage, state, max_attempts=1)
-    retried = storage.retry_job(job_id, now=at(100))
+    retried = storage.at(at(100)).retry_job(job_id)
     assert (retried.id, retried.state, retried.attempts, retried.run_at) == (
         job_id,
         JobState.QUEUED,
@@ -46,7 +46,7 @@ def test_retry_job(storage: Storage, state: JobState) -> None:
     )
     assert retried.finished_at is None and retried.worker_id is None
     assert retried.errors == job(storage, job_id).errors  # the history is kept
-    (claimed,) = storage.claim_jobs("w2", f"st-{state}", 1, 30, now=at(100))
+    (claimed,) = storage.at(at(100)).claim_jobs("w2", f"st-{state}", 1, 30)
     assert claimed.attempt == 1  # fresh attempts
 
 
@@ -54,7 +54,7 @@ def test_retry_job_refused(storage: Storage) -> None:
     for state in (JobState.QUEUED, JobState.RUNNING, JobState.SUCCEEDED):
         job_id = _in_state(storage, state)
         with pytest.raises(InvalidJobState) as info:
-            storage.retry_job(job_id, now=at(2))
+            storage.at(at(2)).retry_job(job_id)
         assert str(info.value) == (
             f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
         )
@@ -63,23 +63,23 @@ def test_retry_job_refused(storage: Storage) -> None:
 
 def test_operator_verbs_on_unknown_job(storage: Storage) -> None:
     with pytest.raises(JobNotFound, match=f"^no job with id {MISSING}$"):
-        storage.retry_job(MISSING, now=T0)
+        storage.at(T0).retry_job(MISSING)
     with pytest.raises(JobNotFound, match=f"^no job with id {MISSING}$"):
-        storage.cancel_job(MISSING, now=T0)
+        storage.at(T0).cancel_job(MISSING)
     assert storage.delete_job(MISSING) is False
 
 
 def test_cancel_job(storage: Storage) -> None:
     queued = _in_state(storage, JobState.QUEUED)
-    cancelled = storage.cancel_job(queued, now=at(5))
+    cancelled = storage.at(at(5)).cancel_job(queued)
     assert (cancelled.state, cancelled.finished_at) == (JobState.CANCELLED, at(5))
-    assert storage.claim_jobs("w", f"st-{JobState.QUEUED}", 1, 30, now=at(6)) == []
+    assert storage.at(at(6)).claim_jobs("w", f"st-{JobState.QUEUED}", 1, 30) == []
 
     running = _in_state(storage, JobState.RUNNING)
-    requested = storage.cancel_job(running, now=at(5))
+    requested = storage.at(at(5)).cancel_job(running)
     assert (requested.state, requested.cancel_requested) == (JobState.RUNNING, True)
     assert requested.finished_at is None
-    again = storage.cancel_job(running, now=at(6))  # asking twice is harmless
+    again = storage.at(at(6)).cancel_job(running)  # asking twice is harmless
     assert again.cancel_requested and again.state is JobState.RUNNING
 
 
@@ -87,7 +87,7 @@ def test_cancel_job_refused_when_finished(storage: Storage) -> None:
     for state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED):
         job_id = _in_state(storage, state)
         with pytest.raises(InvalidJobState) as info:
-            storage.cancel_job(job_id, now=at(2))
+            storage.at(at(2)).cancel_job(job_id)
         assert str(info.value) == (
             f"job {job_id} is already {state}: only queued or running jobs can be cancelled"
         )
@@ -110,27 +110,25 @@ def test_delete_job(storage: Storage) -> None:
 def population(storage: Storage) -> dict[str, list[int]]:
     """A mix of jobs: names, queues, states, arguments and errors to filter on."""
     made: dict[str, list[int]] = {}
-    made["mail"] = storage.enqueue(
+    made["mail"] = storage.at(T0).enqueue(
         [new_job("send_mail", args=[f"user{i}@example.com"], queue="mail") for i in range(7)],
-        now=T0,
     )
-    made["report"] = storage.enqueue(
-        [new_job("report", kwargs={"region": r}) for r in ("north", "south", "east")], now=T0
+    made["report"] = storage.at(T0).enqueue(
+        [new_job("report", kwargs={"region": r}) for r in ("north", "south", "east")]
     )
-    made["sched"] = storage.enqueue(
-        [new_job("report", schedule_key="nightly", kwargs={"region": "west"})], now=T0
+    made["sched"] = storage.at(T0).enqueue(
+        [new_job("report", schedule_key="nightly", kwargs={"region": "west"})]
     )
     # Fail two mail jobs with distinct errors, succeed one.
-    claimed = storage.claim_jobs("w1", "mail", 3, 30, now=T0)
+    claimed = storage.at(T0).claim_jobs("w1", "mail", 3, 30)
     a, b, c = (x.id for x in claimed)
-    storage.finish_jobs(
+    storage.at(at(1)).finish_jobs(
         "w1",
         [
             Outcome(a, OutcomeKind.FAILED, error="SMTPError: mailbox full"),
             Outcome(b, OutcomeKind.FAILED, error="TimeoutError: slow relay"),
             succeed(c),
         ],
-        now=at(1),
     )
     made["failed"] = [a, b]
     return made
@@ -179,27 +177,25 @@ def test_keyset_pagination(storage: Storage, population: dict[str, list[int]]) -
 
 
 def test_queue_stats(storage: Storage) -> None:
-    assert storage.queue_stats(now=T0) == []
-    storage.enqueue(
+    assert storage.at(T0).queue_stats() == []
+    storage.at(T0).enqueue(
         [new_job("q", queue="a", run_at=at(-30)), new_job("q", queue="a", run_at=at(-10))],
-        now=T0,
     )
-    storage.enqueue([new_job("q", queue="a", run_at=at(60))], now=T0)  # queued, not ready
-    storage.enqueue([new_job("q", queue="b") for _ in range(4)], now=T0)
-    b = storage.claim_jobs("w", "b", 4, 30, now=T0)
-    storage.finish_jobs(
+    storage.at(T0).enqueue([new_job("q", queue="a", run_at=at(60))])  # queued, not ready
+    storage.at(T0).enqueue([new_job("q", queue="b") for _ in range(4)])
+    b = storage.at(T0).claim_jobs("w", "b", 4, 30)
+    storage.at(at(1)).finish_jobs(
         "w",
         [
             succeed(b[0].id),
             Outcome(b[1].id, OutcomeKind.FAILED, error="E"),
             Outcome(b[2].id, OutcomeKind.CANCELLED),
         ],
-        now=at(1),
     )
     storage.set_queue_paused("b", True, "ops")
     storage.set_queue_paused("idle", True, "ops")  # paused with no jobs: still listed
 
-    stats = {s.queue: s for s in storage.queue_stats(now=T0)}
+    stats = {s.queue: s for s in storage.at(T0).queue_stats()}
     assert list(stats) == ["a", "b", "idle"]
     a, qb, idle = stats["a"], stats["b"], stats["idle"]
     assert (a.queued, a.running, a.succeeded, a.failed, a.cancelled, a.ready) == (3, 0, 0, 0, 0, 2)
@@ -207,7 +203,7 @@ def test_queue_stats(storage: Storage) -> None:
     assert (qb.queued, qb.running, qb.succeeded, qb.failed, qb.cancelled) == (0, 1, 1, 1, 1)
     assert (qb.ready, qb.oldest_ready_age, qb.paused) == (0, None, True)
     assert (idle.queued, idle.ready, idle.oldest_ready_age, idle.paused) == (0, 0, None, True)
-    later = {s.queue: s for s in storage.queue_stats(now=at(70))}["a"]
+    later = {s.queue: s for s in storage.at(at(70)).queue_stats()}["a"]
     assert (later.ready, later.oldest_ready_age) == (3, 100.0)
     assert a.to_json()["ready"] == 2
 
@@ -221,21 +217,21 @@ def test_pause_and_resume_queues(storage: Storage) -> None:
     storage.set_queue_paused("mail", False, "alice")
     storage.set_queue_paused("never-paused", False, "alice")
     assert storage.paused_queues() == {"reports"}
-    stats = {s.queue: s.paused for s in storage.queue_stats(now=T0)}
+    stats = {s.queue: s.paused for s in storage.at(T0).queue_stats()}
     assert stats == {"reports": True}
 
 
 def test_bulk_retry_cancel_delete(storage: Storage, population: dict[str, list[int]]) -> None:
     # retry: only failed/cancelled jobs among the matches.
-    assert storage.bulk_job_action("retry", JobFilter(queue="mail"), now=at(50)) == 2
+    assert storage.at(at(50)).bulk_job_action("retry", JobFilter(queue="mail")) == 2
     for job_id in population["failed"]:
         j = job(storage, job_id)
         assert (j.state, j.attempts, j.run_at, j.finished_at) == (JobState.QUEUED, 0, at(50), None)
     assert job(storage, population["mail"][2]).state is JobState.SUCCEEDED
 
     # cancel: only queued jobs; running ones are left alone.
-    (running,) = storage.claim_jobs("w", "default", 1, 30, now=at(50))
-    assert storage.bulk_job_action("cancel", JobFilter(name="report"), now=at(60)) == 3
+    (running,) = storage.at(at(50)).claim_jobs("w", "default", 1, 30)
+    assert storage.at(at(60)).bulk_job_action("cancel", JobFilter(name="report")) == 3
     assert job(storage, running.id).state is JobState.RUNNING
     cancelled = JobFilter(state=JobState.CANCELLED)
     assert {j.finished_at for j in storage.list_jobs(cancelled)} == {at(60)}
@@ -251,12 +247,11 @@ def test_bulk_retry_cancel_delete(storage: Storage, population: dict[str, list[i
 
 
 def test_job_counts(storage: Storage) -> None:
-    ids = storage.enqueue([new_job("c") for _ in range(3)], now=T0)
-    storage.claim_jobs("w", "default", 3, 30, now=T0)
-    storage.finish_jobs(
+    ids = storage.at(T0).enqueue([new_job("c") for _ in range(3)])
+    storage.at(T0).claim_jobs("w", "default", 3, 30)
+    storage.at(at(3600 * 2 + 5)).finish_jobs(
         "w",
         [succeed(ids[0]), succeed(ids[1]), Outcome(ids[2], OutcomeKind.FAILED, error="E")],
-        now=at(3600 * 2 + 5),
     )
     counts = storage.job_counts(since=T0)
     assert sorted(counts) == [(at(7200), "failed", 1), (at(7200), "succeeded", 2)]
@@ -264,31 +259,30 @@ def test_job_counts(storage: Storage) -> None:
 
 
 def test_retry_refused_while_the_unique_key_is_taken_again(storage: Storage) -> None:
-    (first,) = storage.enqueue([new_job("u", unique_key="k")], now=T0)
-    storage.claim_jobs("w", "default", 1, 30, now=T0)
-    storage.finish_jobs("w", [Outcome(first, OutcomeKind.FAILED, error="E")], now=at(1))
-    (second,) = storage.enqueue([new_job("u", unique_key="k")], now=at(2))
+    (first,) = storage.at(T0).enqueue([new_job("u", unique_key="k")])
+    storage.at(T0).claim_jobs("w", "default", 1, 30)
+    storage.at(at(1)).finish_jobs("w", [Outcome(first, OutcomeKind.FAILED, error="E")])
+    (second,) = storage.at(at(2)).enqueue([new_job("u", unique_key="k")])
     with pytest.raises(InvalidJobState) as info:
-        storage.retry_job(first, now=at(3))
+        storage.at(at(3)).retry_job(first)
     assert str(info.value) == (
         f"job {first} cannot be retried: job {second} with its unique_key 'k' is queued or running"
     )
     assert job(storage, first).state is JobState.FAILED
     # A bulk retry skips it (and retries the rest) instead of failing as a whole.
-    (plain,) = storage.enqueue([new_job("u")], now=at(3))
-    storage.claim_jobs("w", "default", 5, 30, now=at(3))
-    storage.finish_jobs(
+    (plain,) = storage.at(at(3)).enqueue([new_job("u")])
+    storage.at(at(3)).claim_jobs("w", "default", 5, 30)
+    storage.at(at(4)).finish_jobs(
         "w",
         [
             Outcome(second, OutcomeKind.FAILED, error="E"),
             Outcome(plain, OutcomeKind.FAILED, error="E"),
         ],
-        now=at(4),
     )
     # Now `first` and `second` are both failed with key "k": only the newest is retried.
-    assert storage.bulk_job_action("retry", JobFilter(state=JobState.FAILED), now=at(5)) == 2
+    assert storage.at(at(5)).bulk_job_action("retry", JobFilter(state=JobState.FAILED)) == 2
     states = [job(storage, i).state for i in (first, second, plain)]
     assert states == [JobState.FAILED, JobState.QUEUED, JobState.QUEUED]
-    assert storage.bulk_job_action("retry", JobFilter(), now=at(6)) == 0
+    assert storage.at(at(6)).bulk_job_action("retry", JobFilter()) == 0
     with pytest.raises(InvalidJobState, match=f"job {second} with its unique_key"):
-        storage.retry_job(first, now=at(7))
+        storage.at(at(7)).retry_job(first)

@@ -55,11 +55,11 @@ RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts, j.max
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
 UPDATE onthedot_jobs j
 SET state = 'succeeded', finished_at = COALESCE(%(now)s::timestamptz, now()), lease_until = NULL
-FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]) AS v(id, attempt)
+FROM unnest(%(id)s::bigint[], %(attempt)s::int[]) AS v(id, attempt)
 WHERE j.id = v.id AND (v.attempt = 0 OR j.attempts = v.attempt)
   AND j.worker_id = %(worker_id)s AND j.state = 'running';
 
--- name: finish_many
+-- name: finish_outcome
 UPDATE onthedot_jobs j
 SET state = v.state,
     finished_at = CASE WHEN v.state = 'queued' THEN NULL
@@ -76,17 +76,18 @@ SET state = v.state,
                       'error', v.error, 'worker_id', j.worker_id)) END,
     lease_until = NULL,
     cancel_requested = false
-FROM unnest(%(ids)s::bigint[], %(states)s::text[], %(delays)s::float8[], %(results)s::text[],
-            %(errors)s::text[], %(tbs)s::text[], %(attempts)s::int[])
+FROM unnest(%(id)s::bigint[], %(state)s::text[], %(delay)s::float8[], %(result)s::text[],
+            %(error)s::text[], %(tb)s::text[], %(attempt)s::int[])
      AS v(id, state, delay, result, error, tb, attempt)
 WHERE j.id = v.id AND (v.attempt = 0 OR j.attempts = v.attempt)
   AND j.worker_id = %(worker_id)s AND j.state = 'running';
 
--- name: release_jobs
+-- name: release_job
 UPDATE onthedot_jobs
 SET state = 'queued', attempts = GREATEST(attempts - 1, 0), worker_id = NULL, lease_until = NULL,
     started_at = NULL
-WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running';
+WHERE id = ANY(%(id)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
+RETURNING queue;
 
 -- name: notify_queues
 SELECT pg_notify('onthedot_jobs', q) FROM unnest(%(queues)s::text[]) AS q;
@@ -129,19 +130,19 @@ SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generati
 FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
--- name: rescue_jobs
-WITH expired AS (
-    SELECT id FROM onthedot_jobs
-    WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
-    ORDER BY lease_until
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
+-- name: expired_jobs
+SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs
+WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
+ORDER BY lease_until
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: rescue_job
+-- `state` (queued again or failed) is decided by the caller (domain.rescue).
 UPDATE onthedot_jobs j
-SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' END,
-    finished_at = CASE WHEN j.attempts >= j.max_attempts
-                       THEN COALESCE(%(now)s::timestamptz, now()) END,
-    run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+SET state = v.state,
+    finished_at = CASE WHEN v.state = 'failed' THEN COALESCE(%(now)s::timestamptz, now()) END,
+    run_at = CASE WHEN v.state = 'failed' THEN j.run_at
                   ELSE COALESCE(%(now)s::timestamptz, now()) END,
     error = %(error)s,
     traceback = NULL,
@@ -149,8 +150,8 @@ SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'queued' E
         'attempt', j.attempts, 'at', COALESCE(%(now)s::timestamptz, now()),
         'error', %(error)s::text, 'worker_id', j.worker_id)),
     lease_until = NULL
-FROM expired
-WHERE j.id = expired.id
+FROM unnest(%(id)s::bigint[], %(state)s::text[]) AS v(id, state)
+WHERE j.id = v.id AND j.state = 'running'
 RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
 
 -- name: prune_jobs
@@ -189,11 +190,46 @@ RETURNING task;
 SELECT EXTRACT(EPOCH FROM min(run_at) - COALESCE(%(now)s::timestamptz, now()))::float8
 FROM onthedot_jobs WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]);
 
--- name: job_columns
+-- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
        result, error, traceback, cancel_requested, errors
-FROM onthedot_jobs;
+FROM onthedot_jobs WHERE id = %(id)s;
+
+-- name: list_jobs
+-- The filter placeholder: the conditions of a JobFilter, built by the caller.
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors
+FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: count_jobs
+SELECT count(*) FROM onthedot_jobs WHERE {filter};
+
+-- name: job_search
+-- A condition of list_jobs and count_jobs: arguments are searched as JSON text.
+(strpos(args::text, %(search)s) > 0 OR strpos(kwargs::text, %(search)s) > 0
+ OR strpos(args::text, %(search_json)s) > 0 OR strpos(kwargs::text, %(search_json)s) > 0
+ OR strpos(COALESCE(error, ''), %(search)s) > 0);
+
+-- name: bulk_retry
+-- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
+-- older failures of a key: retrying them would break the key's uniqueness.
+UPDATE onthedot_jobs SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()),
+    attempts = 0, finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
+    cancel_requested = false
+WHERE {filter} AND state IN ('failed', 'cancelled')
+  AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
+       WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))
+       AND id = (SELECT max(f.id) FROM onthedot_jobs f
+       WHERE f.unique_key = onthedot_jobs.unique_key AND f.state IN ('failed', 'cancelled'))));
+
+-- name: bulk_cancel
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = COALESCE(%(now)s::timestamptz, now())
+WHERE {filter} AND state = 'queued';
+
+-- name: bulk_delete
+DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
@@ -257,21 +293,33 @@ SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
 -- ---------------------------------------------------------------------------------------------
 -- Schedules: ledger, slot history, generations, audit
 
--- name: ledger_columns
+-- name: get_schedule_row
 SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
        removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
        coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
        repaired_reason, created_at, updated_at
-FROM onthedot_schedules;
+FROM onthedot_schedules WHERE key = %(key)s;
 
--- name: code_generation
-WITH ins AS (
-    INSERT INTO onthedot_generations (code_hash) VALUES (%(hash)s)
-    ON CONFLICT (code_hash) DO NOTHING
-    RETURNING generation
-)
-SELECT generation FROM ins
-UNION ALL
+-- name: list_schedule_rows
+SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules ORDER BY key;
+
+-- name: update_operator_state
+-- The sets placeholder: the operator columns being changed, built by the caller.
+UPDATE onthedot_schedules SET {sets}, updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE key = %(key)s
+RETURNING key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at;
+
+-- name: add_generation
+INSERT INTO onthedot_generations (code_hash) VALUES (%(hash)s) ON CONFLICT (code_hash) DO NOTHING;
+
+-- name: generation_of
 SELECT generation FROM onthedot_generations WHERE code_hash = %(hash)s;
 
 -- name: clock_and_fence
@@ -296,8 +344,8 @@ INSERT INTO onthedot_schedules (key, source, fingerprint, spec, timezone, "curso
                                 generation, repaired_reason, created_at, updated_at)
 SELECT v.key, 'code', v.fingerprint, v.spec, v.timezone, v.cursor, v.next_due_at,
        %(generation)s, v.reason, %(now)s, %(now)s
-FROM unnest(%(keys)s::text[], %(fingerprints)s::text[], %(specs)s::text[], %(timezones)s::text[],
-            %(cursors)s::timestamptz[], %(next_due)s::timestamptz[], %(reasons)s::text[])
+FROM unnest(%(key)s::text[], %(fingerprint)s::text[], %(spec)s::text[], %(timezone)s::text[],
+            %(cursor)s::timestamptz[], %(next_due_at)s::timestamptz[], %(reason)s::text[])
      AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
 ON CONFLICT (key) DO NOTHING;
 
@@ -306,8 +354,8 @@ UPDATE onthedot_schedules s
 SET fingerprint = v.fingerprint, spec = v.spec, timezone = v.timezone, "cursor" = v.cursor,
     next_due_at = v.next_due_at, generation = %(generation)s, removed_at = NULL,
     repaired_reason = v.reason, updated_at = %(now)s
-FROM unnest(%(keys)s::text[], %(fingerprints)s::text[], %(specs)s::text[], %(timezones)s::text[],
-            %(cursors)s::timestamptz[], %(next_due)s::timestamptz[], %(reasons)s::text[])
+FROM unnest(%(key)s::text[], %(fingerprint)s::text[], %(spec)s::text[], %(timezone)s::text[],
+            %(cursor)s::timestamptz[], %(next_due_at)s::timestamptz[], %(reason)s::text[])
      AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
 WHERE s.key = v.key;
 
@@ -315,7 +363,7 @@ WHERE s.key = v.key;
 UPDATE onthedot_schedules
 SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,
     repaired_reason = 'no longer declared in code', updated_at = %(now)s
-WHERE key = ANY(%(keys)s::text[]) AND source = 'code';
+WHERE key = ANY(%(key)s::text[]) AND source = 'code';
 
 -- name: tick_probe
 -- The idle tick: one autocommit read of the clock, the deploy fence and the earliest due

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg.rows import tuple_row
 
 from onthedot.domain.jobs import NewJob
+from onthedot.storage.interface import CallerConnection
 from onthedot.storage.sqlfile import load_queries
 
 Q = load_queries("postgres")
@@ -34,9 +34,7 @@ def job_params(job: NewJob, now: datetime | None) -> dict[str, Any]:
     }
 
 
-def enqueue_rows(
-    conn: psycopg.Connection[Any], jobs: Sequence[NewJob], now: datetime | None
-) -> list[int]:
+def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime | None) -> list[int]:
     """Insert jobs one statement each (prepared); a taken unique_key yields the holder's id."""
     ids: list[int] = []
     with conn.cursor(row_factory=tuple_row) as cur:  # the caller's connection may use dict_row

@@ -41,7 +41,7 @@ UPDATE onthedot_jobs SET state = 'succeeded', finished_at = :now, lease_until = 
 WHERE id = :id AND (:attempt = 0 OR attempts = :attempt) AND worker_id = :worker_id
   AND state = 'running';
 
--- name: finish_one
+-- name: finish_outcome
 UPDATE onthedot_jobs
 SET state = :state,
     finished_at = CASE WHEN :state = 'queued' THEN NULL ELSE :now END,
@@ -62,7 +62,8 @@ WHERE id = :id AND (:attempt = 0 OR attempts = :attempt) AND worker_id = :worker
 UPDATE onthedot_jobs
 SET state = 'queued', attempts = max(attempts - 1, 0), worker_id = NULL, lease_until = NULL,
     started_at = NULL
-WHERE id = :id AND worker_id = :worker_id AND state = 'running';
+WHERE id = :id AND worker_id = :worker_id AND state = 'running'
+RETURNING queue;
 
 -- name: heartbeat_worker
 UPDATE onthedot_workers SET heartbeat_at = :now WHERE id = :worker_id;
@@ -98,21 +99,22 @@ FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
+SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until LIMIT :limit;
 
 -- name: rescue_job
+-- `state` (queued again or failed) is decided by the caller (domain.rescue).
 UPDATE onthedot_jobs
-SET state = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN :now END,
-    run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE :now END,
+SET state = :state,
+    finished_at = CASE WHEN :state = 'failed' THEN :now END,
+    run_at = CASE WHEN :state = 'failed' THEN run_at ELSE :now END,
     error = :error,
     traceback = NULL,
     errors = json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
         'attempt', attempts, 'at', :now_iso, 'error', :error, 'worker_id', worker_id)),
     lease_until = NULL
 WHERE id = :id AND state = 'running' AND lease_until < :now
-RETURNING id, name, attempts, state = 'queued';
+RETURNING id, name, attempts, state = 'queued', queue;
 
 -- name: prune_jobs
 DELETE FROM onthedot_jobs
@@ -149,11 +151,45 @@ RETURNING task;
 SELECT min(run_at) - :now FROM onthedot_jobs
 WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues));
 
--- name: job_columns
+-- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
        result, error, traceback, cancel_requested, errors
-FROM onthedot_jobs;
+FROM onthedot_jobs WHERE id = :id;
+
+-- name: list_jobs
+-- The filter placeholder: the conditions of a JobFilter, built by the caller.
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors
+FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
+
+-- name: count_jobs
+SELECT count(*) FROM onthedot_jobs WHERE {filter};
+
+-- name: job_search
+-- A condition of list_jobs and count_jobs: arguments are searched as JSON text.
+(instr(args, :search) > 0 OR instr(kwargs, :search) > 0
+ OR instr(args, :search_json) > 0 OR instr(kwargs, :search_json) > 0
+ OR instr(COALESCE(error, ''), :search) > 0);
+
+-- name: bulk_retry
+-- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
+-- older failures of a key: retrying them would break the key's uniqueness.
+UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL,
+    started_at = NULL, worker_id = NULL, lease_until = NULL, cancel_requested = 0
+WHERE {filter} AND state IN ('failed', 'cancelled')
+  AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
+       WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))
+       AND id = (SELECT max(f.id) FROM onthedot_jobs f
+       WHERE f.unique_key = onthedot_jobs.unique_key AND f.state IN ('failed', 'cancelled'))));
+
+-- name: bulk_cancel
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
+WHERE {filter} AND state = 'queued';
+
+-- name: bulk_delete
+DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
@@ -208,12 +244,27 @@ SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
 -- ---------------------------------------------------------------------------------------------
 -- Schedules: ledger, slot history, generations, audit
 
--- name: ledger_columns
+-- name: get_schedule_row
 SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
        removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
        coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
        repaired_reason, created_at, updated_at
-FROM onthedot_schedules;
+FROM onthedot_schedules WHERE key = :key;
+
+-- name: list_schedule_rows
+SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at
+FROM onthedot_schedules ORDER BY key;
+
+-- name: update_operator_state
+-- The sets placeholder: the operator columns being changed, built by the caller.
+UPDATE onthedot_schedules SET {sets}, updated_at = :now WHERE key = :key
+RETURNING key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
+       removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
+       coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
+       repaired_reason, created_at, updated_at;
 
 -- name: generation_of
 SELECT generation FROM onthedot_generations WHERE code_hash = :hash;
@@ -223,8 +274,8 @@ INSERT INTO onthedot_generations (code_hash, generation, first_seen_at)
 VALUES (:hash, (SELECT COALESCE(max(generation), 0) + 1 FROM onthedot_generations), :now)
 ON CONFLICT (code_hash) DO NOTHING;
 
--- name: fence
-SELECT EXISTS (SELECT 1 FROM onthedot_workers w
+-- name: clock_and_fence
+SELECT :now, EXISTS (SELECT 1 FROM onthedot_workers w
                WHERE w.scheduler AND w.generation > :generation AND w.heartbeat_at > :now - :ttl);
 
 -- name: sync_rows
@@ -257,7 +308,11 @@ SET removed_at = :now, next_due_at = NULL, generation = :generation,
 WHERE key = :key AND source = 'code';
 
 -- name: tick_probe
-SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL;
+-- The idle tick: one read of the clock, the deploy fence and the earliest due instant.
+SELECT :now,
+       EXISTS (SELECT 1 FROM onthedot_workers w
+               WHERE w.scheduler AND w.generation > :generation AND w.heartbeat_at > :now - :ttl),
+       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL);
 
 -- name: tick_due
 -- Only what deciding reads (domain.ledger.DueRow, in its order).

@@ -1,0 +1,1 @@
+"""The storage verbs' bodies, written once over a small per-database dialect."""

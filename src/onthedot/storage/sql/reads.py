@@ -1,0 +1,169 @@
+"""Reading jobs and queues, and the operator's job actions."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from onthedot.domain.errors import InvalidJobState, JobNotFound
+from onthedot.domain.jobs import Job, JobFilter, QueueStats
+from onthedot.storage.sql import decode
+from onthedot.storage.sql.base import SqlBase
+from onthedot.storage.sql.dialect import Conn
+
+_BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"}
+
+
+class ReadVerbs(SqlBase):
+    def _filtered(self, name: str, flt: JobFilter, *, keyset: bool) -> tuple[str, dict[str, Any]]:
+        """The named statement with the filter's conditions in place of `{filter}`."""
+        p = self.d.param
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        for column, value in (
+            ("state", None if flt.state is None else str(flt.state)),
+            ("queue", flt.queue),
+            ("name", flt.name),
+            ("schedule_key", flt.schedule_key),
+        ):
+            if value:
+                clauses.append(f"{column} = {p(column)}")
+                params[column] = value
+        if flt.search:
+            # Arguments are searched as JSON text: also look for the term as JSON spells it
+            # inside a string (quotes and backslashes escaped, non-ASCII as \uXXXX on SQLite).
+            clauses.append(self.d.q["job_search"])
+            params["search"] = flt.search
+            params["search_json"] = json.dumps(flt.search, ensure_ascii=self.d.search_ascii)[1:-1]
+        if keyset and flt.before_id is not None:
+            clauses.append(f"id < {p('before_id')}")
+            params["before_id"] = flt.before_id
+        where = " AND ".join(clauses) if clauses else "1 = 1"
+        return self.d.q[name].replace("{filter}", where), params
+
+    def get_job(self, job_id: int) -> Job | None:
+        with self._read() as conn:
+            row = self._one(conn, "get_job", {"id": job_id})
+        return decode.job(self.d, row) if row else None
+
+    def list_jobs(self, flt: JobFilter) -> list[Job]:
+        sql, params = self._filtered("list_jobs", flt, keyset=True)
+        params["limit"] = flt.limit
+        with self._read() as conn:
+            rows = self.d.run(conn, sql, params).fetchall()
+        return [decode.job(self.d, r) for r in rows]
+
+    def count_jobs(self, flt: JobFilter) -> int:
+        sql, params = self._filtered("count_jobs", flt, keyset=False)
+        with self._read() as conn:
+            return int(self.d.run(conn, sql, params).fetchone()[0])
+
+    def queue_stats(self) -> list[QueueStats]:
+        with self._read() as conn:
+            rows = self._run(conn, "queue_stats", {"now": self.d.now(self._fixed())})
+            rows = rows.fetchall()
+            paused = {r[0] for r in self._run(conn, "paused_queues", {}).fetchall()}
+        stats = [
+            QueueStats(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                None if r[7] is None else float(r[7]),
+                paused=r[0] in paused,
+            )
+            for r in rows
+        ]
+        known = {s.queue for s in stats}
+        stats += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - known]
+        return sorted(stats, key=lambda s: s.queue)
+
+    def _job_state(self, conn: Conn, job_id: int) -> str:
+        row = self._one(conn, "job_state", {"id": job_id})
+        if row is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        return str(row[0])
+
+    def _reread(self, job_id: int) -> Job:
+        job = self.get_job(job_id)
+        assert job is not None
+        return job
+
+    def retry_job(self, job_id: int) -> Job:
+        try:
+            with self._tx() as conn:
+                params = {"id": job_id, "now": self.d.now(self._fixed())}
+                if self._one(conn, "retry_job", params) is None:
+                    state = self._job_state(conn, job_id)
+                    raise InvalidJobState(
+                        f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
+                    )
+        except self.d.unique_violation:
+            raise self._unique_taken(job_id) from None
+        return self._reread(job_id)
+
+    def _unique_taken(self, job_id: int) -> InvalidJobState:
+        job = self.get_job(job_id)
+        key = None if job is None else job.unique_key
+        with self._read() as conn:
+            row = self._one(conn, "find_unique", {"unique_key": key})
+        holder = f"job {row[0]}" if row else "another job"
+        return InvalidJobState(
+            f"job {job_id} cannot be retried: {holder} with its unique_key {key!r} is queued "
+            "or running"
+        )
+
+    def cancel_job(self, job_id: int) -> Job:
+        with self._tx() as conn:
+            params = {"id": job_id, "now": self.d.now(self._fixed())}
+            if (
+                self._one(conn, "cancel_queued", params) is None
+                and self._one(conn, "cancel_running", params) is None
+            ):
+                state = self._job_state(conn, job_id)
+                raise InvalidJobState(
+                    f"job {job_id} is already {state}: only queued or running jobs can be cancelled"
+                )
+        return self._reread(job_id)
+
+    def delete_job(self, job_id: int) -> bool:
+        with self._tx() as conn:
+            if self._one(conn, "delete_job", {"id": job_id}) is not None:
+                return True
+            row = self._one(conn, "job_state", {"id": job_id})
+        if row is None:
+            return False
+        raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
+
+    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
+        if action not in _BULK:
+            raise ValueError(f"unknown bulk action {action!r}: use retry, cancel or delete")
+        sql, params = self._filtered(_BULK[action], flt, keyset=False)
+        params["now"] = self.d.now(self._fixed())
+        with self._write() as conn:
+            return int(self.d.run(conn, sql, params).rowcount)
+
+    def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
+        params = {"name": queue, "paused": self.d.flag(paused), "actor": actor}
+        with self._write() as conn:
+            self._run(conn, "set_queue_paused", {**params, "now": self.d.now(None)})
+
+    def paused_queues(self) -> set[str]:
+        with self._read() as conn:
+            return {r[0] for r in self._run(conn, "paused_queues", {}, prepare=True).fetchall()}
+
+    def job_counts(
+        self, *, since: datetime, bucket_seconds: int = 3600
+    ) -> list[tuple[datetime, str, int]]:
+        if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, int):
+            raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
+        if bucket_seconds < 1:
+            raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
+        params = {"since": self.d.instant(since), "bucket": bucket_seconds}
+        with self._read() as conn:
+            rows = self._run(conn, "job_counts", params).fetchall()
+        return [(self.d.dt(r[0]).astimezone(UTC), r[1], int(r[2])) for r in rows]

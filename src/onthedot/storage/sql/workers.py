@@ -1,0 +1,98 @@
+"""Worker rows, lease rescue, pruning and maintenance turns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from onthedot.domain.jobs import iso
+from onthedot.domain.rescue import WORKER_LOST, rescued_state
+from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
+from onthedot.storage.sql import decode
+from onthedot.storage.sql.base import SqlBase
+
+_PRUNE_BATCH = 10000  # the LIMIT of prune_jobs
+
+
+class WorkerVerbs(SqlBase):
+    def register_worker(self, worker: WorkerInfo) -> None:
+        with self._write() as conn:
+            self._run(
+                conn,
+                "register_worker",
+                {
+                    "id": worker.id,
+                    "hostname": worker.hostname,
+                    "pid": worker.pid,
+                    "generation": worker.generation,
+                    "queues": ",".join(worker.queues),
+                    "concurrency": worker.concurrency,
+                    "scheduler": self.d.flag(worker.scheduler),
+                    "now": self.d.now(self._fixed()),
+                },
+            )
+
+    def set_worker_stopping(self, worker_id: str) -> None:
+        with self._write() as conn:
+            self._run(conn, "set_worker_stopping", {"worker_id": worker_id})
+
+    def deregister_worker(self, worker_id: str) -> None:
+        with self._write() as conn:
+            self._run(conn, "deregister_worker", {"worker_id": worker_id})
+
+    def list_workers(self) -> list[WorkerRow]:
+        with self._read() as conn:
+            rows = self._run(conn, "list_workers", {"now": self.d.now(self._fixed())})
+            return [decode.worker(self.d, r) for r in rows.fetchall()]
+
+    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
+        ts = self.d.now(self._fixed())
+        with self._tx() as conn:
+            expired = self._run(conn, "expired_jobs", {"now": ts, "limit": limit}).fetchall()
+            if not expired:
+                return []
+            # The policy is the domain's; the statement only applies it.
+            decided = [{"id": r[0], "state": str(rescued_state(r[2], r[3]))} for r in expired]
+            now_iso = None if ts is None else iso(self.d.dt(ts))
+            shared = {"now": ts, "now_iso": now_iso, "error": WORKER_LOST}
+            _, rows = self.d.batch(conn, "rescue_job", decided, shared)
+            self._notify(conn, sorted({r[4] for r in rows if r[3]}))
+        by_id = {r[0]: r for r in rows}
+        return [
+            RescuedJob(r[0], r[1], r[2], bool(r[3]))
+            for r in (by_id[e[0]] for e in expired if e[0] in by_id)
+        ]
+
+    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+        before = self.d.instant(older_than)
+        counts = {"jobs": 0}
+        while True:
+            with self._write() as conn:
+                n = int(self._run(conn, "prune_jobs", {"before": before}).rowcount)
+            counts["jobs"] += n
+            if n < _PRUNE_BATCH:
+                break
+        with self._tx() as conn:
+            counts["slots"] = self._run(conn, "prune_slots", {"before": before}).rowcount
+            counts["slots"] += self._run(conn, "prune_orphan_slots", {"before": before}).rowcount
+            counts["schedules"] = self._run(conn, "prune_ledger", {"before": before}).rowcount
+            counts["workers"] = self._run(
+                conn, "prune_workers", {"before": self.d.instant(workers_older_than)}
+            ).rowcount
+        return counts
+
+    def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
+        params = {
+            "task": task,
+            "every": every,
+            "worker_id": worker_id,
+            "now": self.d.now(self._fixed()),
+        }
+        with self._write() as conn:
+            return self._one(conn, "acquire_maintenance", params) is not None
+
+    def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
+        params = {"queues": self.d.array(list(queues)), "now": self.d.now(self._fixed())}
+        with self._read() as conn:
+            row = self._run(conn, "seconds_until_ready", params, prepare=True).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
