@@ -9,6 +9,7 @@ import click
 
 from onthedot.cli.context import ENV_APP, Context
 from onthedot.cli.database import health, migrate
+from onthedot.cli.import_beat import import_beat
 from onthedot.cli.jobs import enqueue, jobs, queues
 from onthedot.cli.schedules import check, preview, schedules
 from onthedot.cli.web import dev, web
@@ -36,6 +37,9 @@ def cli(ctx: click.Context, app_path: str | None, database: str | None, verbose:
     )
     ctx.obj = Context(app_path, database)
     ctx.call_on_close(ctx.obj.close)
+
+
+cli.add_command(import_beat)
 
 
 def main() -> None:

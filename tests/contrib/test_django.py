@@ -1,0 +1,129 @@
+"""A real Django project (tests/contrib/django_project) on SQLite and PostgreSQL: migrations,
+Django tasks enqueued inside and outside transactions, a `manage.py onthedot worker --burst`
+subprocess running them, and their results read back through Django Tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("django_tasks")
+
+from tests.conftest import drop_pg_schema, new_pg_schema_url
+
+PROJECT = Path(__file__).parent / "django_project"
+SRC = Path(__file__).parents[2] / "src"
+
+
+class Project:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=PROJECT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"manage.py {' '.join(args)} exited {proc.returncode}:\n"
+                f"{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
+
+    def json(self, *args: str) -> dict:
+        return json.loads(self.manage(*args).stdout.strip().splitlines()[-1])
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_DATABASE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), str(SRC), env.get("PYTHONPATH", "")])
+    env["DJANGO_SETTINGS_MODULE"] = "djproject.settings"
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
+    if request.param == "sqlite":
+        yield Project(_env(DJANGO_DB="sqlite", DJANGO_SQLITE_PATH=str(tmp_path / "db.sqlite3")))
+        return
+    url, schema = new_pg_schema_url()
+    try:
+        yield Project(
+            _env(DJANGO_DB="postgres", DJANGO_PG_URL=url.split("?")[0], DJANGO_PG_SCHEMA=schema)
+        )
+    finally:
+        drop_pg_schema(schema)
+
+
+def test_tasks_run_on_onthedot_workers(project: Project) -> None:
+    out = project.manage("migrate", "--noinput").stdout
+    assert "onthedot.0001_onthedot_schema... OK" in out
+    # Run again: nothing to do, and onthedot's own migrate agrees the schema is current.
+    project.manage("migrate", "--noinput")
+    assert "nothing to do" in project.manage("onthedot", "migrate").stdout
+
+    ids = project.json("shopdemo", "enqueue")
+    assert ids["jobs_after_rollback"] == 0  # the rolled-back enqueue left no job
+    assert ids["ok"] and ids["fail"] and ids["ctx"] and ids["async"]
+    assert ids["flags"] == [True, True, True, True]
+    assert ids["fresh_status"] == "READY"
+    assert ids["refresh_id"]
+
+    worker = project.manage("onthedot", "worker", "--burst", "-c", "2")
+    assert worker.returncode == 0
+
+    keys = ("rolled_back", "ok", "fail", "ctx", "async", "orders", "later")
+    results = project.json("shopdemo", "results", *(f"{k}={ids[k] or 'none'}" for k in keys))
+    assert results["rolled_back"] is None
+    ok = results["ok"]
+    assert ok["status"] == "SUCCESSFUL" and ok["return_value"] == 5
+    assert ok["typed"] == 5 and ok["aget"] == 5
+    assert ok["attempts"] == 1 and ok["errors"] == [] and ok["finished"]
+    assert ok["task"] == "shop.tasks.add" and ok["args"] == [2, 3]
+    fail = results["fail"]
+    assert fail["status"] == "FAILED" and fail["attempts"] == 1
+    assert fail["exc"] == "LookupError"
+    [(path, trace)] = fail["errors"]
+    assert path == "builtins.LookupError" and "no such thing" in trace
+    assert "Traceback" in trace
+    assert results["ctx"]["return_value"] == {"tag": "t1", "attempt": 1, "id": ids["ctx"]}
+    assert results["async"]["return_value"] == 42
+    assert results["orders"]["return_value"] == 1  # the ORM works in the worker: one kept order
+    assert results["later"]["status"] == "READY"  # run_after an hour from now: still waiting
+
+
+def test_manage_py_runs_every_cli_command(project: Project) -> None:
+    project.manage("migrate", "--noinput")
+    assert project.manage("onthedot", "check").returncode == 0
+    listing = project.manage("onthedot", "schedules", "list").stdout
+    assert "nightly-orders" in listing and "Europe/Paris" in listing
+    assert (
+        "django.task" in project.manage("onthedot", "schedules", "explain", "nightly-orders").stdout
+    )
+    job_id = project.manage("onthedot", "enqueue", "djproject.jobs.ping").stdout.strip()
+    assert project.manage("onthedot", "worker", "--burst").returncode == 0
+    assert "succeeded" in project.manage("onthedot", "jobs", "show", job_id).stdout
+    help_text = project.manage("onthedot", "--help").stdout
+    assert "manage.py onthedot" in help_text and "worker" in help_text
+
+
+def test_example_runs() -> None:
+    example = Path(__file__).parents[2] / "examples" / "django_example.py"
+    proc = subprocess.run(
+        [sys.executable, str(example)], env=_env(), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("SUCCESSFUL hello ada")
