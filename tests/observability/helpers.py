@@ -70,8 +70,9 @@ class WorkerProc:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def stop(self) -> int:
-        if self.popen.poll() is None:
+    def stop(self, *, signal_it: bool = True) -> int:
+        """SIGTERM (unless `signal_it` is false: a burst worker ends by itself), then wait."""
+        if signal_it and self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
         try:
             return self.popen.wait(60)
