@@ -20,6 +20,7 @@ from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
+from onthedot.observability.hooks import Instrumentation
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -69,9 +70,11 @@ class App:
         if log_events:
             self.events.subscribe(LoggingSubscriber())
         self.wakeups = WakeupHub()
+        # Hooks around enqueue and execution (tracing, ...); empty unless instrumented.
+        self.instrumentation = Instrumentation()
         storage = self._database.storage  # each call opens (once) and checks the schema
         clock = self._clock
-        self._enqueuer = Enqueuer(storage, clock, self.events, self.wakeups)
+        self._enqueuer = Enqueuer(storage, clock, self.events, self.wakeups, self.instrumentation)
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
@@ -264,5 +267,6 @@ class App:
             retention=self.retention,
             wakeups=self.wakeups,
             scheduler=scheduler,
+            instrumentation=self.instrumentation,
         )
         return Worker(deps, **options)

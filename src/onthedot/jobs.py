@@ -17,6 +17,7 @@ from onthedot.domain.jobs import NewJob
 from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
 from onthedot.observability.events import EventBus, JobEnqueued
+from onthedot.observability.hooks import Instrumentation
 from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
@@ -38,24 +39,38 @@ class Enqueuer:
     `JobEnqueued`. The storage is read through `storage()` at each call (opened on first use)."""
 
     def __init__(
-        self, storage: Callable[[], Storage], clock: Clock, events: EventBus, wakeups: WakeupHub
+        self,
+        storage: Callable[[], Storage],
+        clock: Clock,
+        events: EventBus,
+        wakeups: WakeupHub,
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         self._storage = storage
         self.clock = clock
         self._events = events
         self._wakeups = wakeups
+        self.instrumentation = instrumentation or Instrumentation()
 
     def enqueue(self, jobs: Sequence[NewJob], *, connection: Connection = None) -> list[int]:
         """Insert `jobs`; return their ids in order (an existing job's id for a taken
         unique_key). Inside the caller's `connection` the workers are not woken: its
         transaction may still roll back."""
-        ids = self._storage().enqueue(jobs, connection=connection)
+        if self.instrumentation.enqueue:
+            ids = self.instrumentation.around_insert(jobs, lambda js: self._insert(js, connection))
+        else:
+            ids = self._insert(jobs, connection)
         if connection is None:
             self._wakeups.jobs_added(job.queue for job in jobs)
         if self._events.wants(JobEnqueued):
             for job_id, job in zip(ids, jobs, strict=True):
-                self._events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
+                self._events.emit(
+                    JobEnqueued(job_id, job.name, job.queue, job.schedule_key, job.slot)
+                )
         return ids
+
+    def _insert(self, jobs: Sequence[NewJob], connection: Connection) -> list[int]:
+        return self._storage().enqueue(jobs, connection=connection)
 
 
 class JobFunction(Generic[P, R]):

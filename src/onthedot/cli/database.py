@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import click
 
 from onthedot.cli.context import Context, handle_errors, pass_ctx
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
+from onthedot.storage.interface import WorkerRow
 
 
 @click.command()
@@ -27,8 +29,14 @@ def migrate(ctx: Context) -> None:
 
 
 @click.command()
+@click.option(
+    "--worker",
+    "check_worker",
+    is_flag=True,
+    help="Also require a worker of this host with a fresh heartbeat (a container probe).",
+)
 @pass_ctx
-def health(ctx: Context) -> None:
+def health(ctx: Context, check_worker: bool) -> None:
     """Exit 0 when the database answers and its schema is current; 1 otherwise."""
     try:
         app = ctx.app()
@@ -50,4 +58,23 @@ def health(ctx: Context) -> None:
             err=True,
         )
         sys.exit(1)
+    if check_worker:
+        problem = _worker_problem(app.lease, storage.list_workers(), socket.gethostname())
+        if problem is not None:
+            click.echo(f"unhealthy: {problem}", err=True)
+            sys.exit(1)
     click.echo(f"healthy: {app.database.display} ({storage.backend}), schema version {current}")
+
+
+def _worker_problem(lease: float, workers: list[WorkerRow], hostname: str) -> str | None:
+    """Why no worker of `hostname` is alive (heartbeat within the lease), or None."""
+    mine = [w for w in workers if w.hostname == hostname]
+    if not mine:
+        return f"no worker of host {hostname} is registered"
+    if any(w.heartbeat_age <= lease for w in mine):
+        return None
+    youngest = min(mine, key=lambda w: w.heartbeat_age)
+    return (
+        f"worker {youngest.id} of host {hostname}: last heartbeat "
+        f"{youngest.heartbeat_age:.1f}s ago (lease {lease:g}s)"
+    )

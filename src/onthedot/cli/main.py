@@ -26,15 +26,29 @@ SUBCOMMANDS = (migrate, health, worker, enqueue, jobs, queues, check, preview, s
     help="Database URL (overrides the app's; $ONTHEDOT_DATABASE_URL).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log debug events too.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    envvar="ONTHEDOT_LOG_FORMAT",
+    show_default=True,
+    help="Log lines as text, or as one JSON object each ($ONTHEDOT_LOG_FORMAT).",
+)
 @click.version_option(package_name="onthedot")
 @click.pass_context
-def cli(ctx: click.Context, app_path: str | None, database: str | None, verbose: bool) -> None:
+def cli(
+    ctx: click.Context, app_path: str | None, database: str | None, verbose: bool, log_format: str
+) -> None:
     """onthedot: background jobs and schedules that fire on the dot, exactly once per slot."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    level = logging.DEBUG if verbose else logging.INFO
+    if log_format == "json":
+        from onthedot.observability.logjson import json_handler
+
+        logging.basicConfig(level=level, handlers=[json_handler(sys.stderr)])
+    else:
+        logging.basicConfig(
+            level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
+        )
     ctx.obj = Context(app_path, database)
     ctx.call_on_close(ctx.obj.close)
 

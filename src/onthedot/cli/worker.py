@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -23,6 +24,14 @@ from onthedot.cli.context import Context, handle_errors, pass_ctx
 @click.option("--batch-size", type=click.IntRange(1, 10000), help="Most jobs claimed at once.")
 @click.option("--prefetch", type=click.IntRange(0, 100000), help="Claimed jobs held locally.")
 @click.option("--grace", default=30.0, show_default=True, help="Seconds to finish on SIGTERM.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    help="Serve /metrics, /healthz and /readyz on this port (needs onthedot[prometheus]).",
+)
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
 @pass_ctx
 @handle_errors
 def worker(
@@ -34,6 +43,8 @@ def worker(
     batch_size: int | None,
     prefetch: int | None,
     grace: float,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
     app = ctx.app(required=True)
@@ -51,5 +62,23 @@ def worker(
         prefetch=prefetch,
         grace=grace,
     )
-    done = w.run()
+    server = None
+    if metrics_port is not None:
+        try:
+            from onthedot.observability.serve import serve_worker
+        except ImportError:
+            raise click.ClickException(
+                "--metrics-port needs prometheus_client: pip install 'onthedot[prometheus]'"
+            ) from None
+        token = os.environ.get("ONTHEDOT_WEB_METRICS_TOKEN") or None
+        try:
+            server = serve_worker(app, w.id, host=metrics_host, port=metrics_port, token=token)
+        except OSError as exc:
+            raise click.ClickException(f"--metrics-port {metrics_port}: {exc}") from None
+        click.echo(f"metrics on http://{metrics_host}:{server.port}/metrics", err=True)
+    try:
+        done = w.run()
+    finally:
+        if server is not None:
+            server.stop()
     click.echo(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished", err=True)

@@ -65,6 +65,7 @@ class ClaimedJob:
     timeout: float | None
     schedule_key: str | None
     slot: datetime | None
+    run_at: datetime | None = None  # when it became ready (None: the backend does not say)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,15 +36,23 @@ class JobEnqueued(Event):
     job_id: int
     job: str
     queue: str
+    schedule_key: str | None = None
+    slot: datetime | None = None
     level = logging.DEBUG
 
 
 @dataclass(frozen=True, slots=True)
 class JobStarted(Event):
+    """`waited`: seconds from the job's ready instant to this start (None when unknown)."""
+
     job_id: int
     job: str
     attempt: int
     worker_id: str
+    queue: str = ""
+    schedule_key: str | None = None
+    slot: datetime | None = None
+    waited: float | None = None
     level = logging.DEBUG
 
 
@@ -54,6 +62,9 @@ class JobSucceeded(Event):
     job: str
     attempt: int
     duration: float
+    queue: str = ""
+    schedule_key: str | None = None
+    slot: datetime | None = None
     level = logging.DEBUG
 
 
@@ -64,6 +75,10 @@ class JobRetried(Event):
     attempt: int
     error: str
     retry_in: float
+    queue: str = ""
+    schedule_key: str | None = None
+    slot: datetime | None = None
+    duration: float | None = None
     level = logging.WARNING
 
 
@@ -73,6 +88,10 @@ class JobFailed(Event):
     job: str
     attempt: int
     error: str
+    queue: str = ""
+    schedule_key: str | None = None
+    slot: datetime | None = None
+    duration: float | None = None
     level = logging.ERROR
 
 
@@ -80,6 +99,10 @@ class JobFailed(Event):
 class JobCancelled(Event):
     job_id: int
     job: str
+    queue: str = ""
+    attempt: int | None = None
+    schedule_key: str | None = None
+    slot: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +121,15 @@ class WorkerStarted(Event):
     queues: str
     concurrency: int
     scheduler: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerHeartbeat(Event):
+    """The keeper extended this worker's leases (every lease / 3 seconds)."""
+
+    worker_id: str
+    held: int
+    level = logging.DEBUG
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +268,9 @@ class EventBus:
 
 
 class LoggingSubscriber:
-    """Writes one structured line per event: `event=name key=value ...`."""
+    """Writes one structured line per event: `event=name key=value ...` (fields that are None
+    left out). The event itself travels in the record's `onthedot_event` attribute, for
+    formatters that write fields (`onthedot.observability.logjson`)."""
 
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self.logger = logger or logging.getLogger("onthedot")
@@ -247,6 +281,8 @@ class LoggingSubscriber:
     def __call__(self, event: Event) -> None:
         parts = [f"event={event.name}"]
         for key, value in event.fields().items():
+            if value is None:
+                continue
             if isinstance(value, datetime):
                 value = value.isoformat().replace("+00:00", "Z")
             text = str(value)
@@ -255,7 +291,7 @@ class LoggingSubscriber:
                     '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
                 )
             parts.append(f"{key}={text}")
-        self.logger.log(event.level, " ".join(parts))
+        self.logger.log(event.level, " ".join(parts), extra={"onthedot_event": event})
 
 
 def _snake(name: str) -> str:

@@ -39,6 +39,13 @@ def _sums(data: list[Bucket]) -> dict[str, int]:
 
 @page
 def metrics(pg: Page) -> Response:
+    try:
+        from onthedot.observability import metrics as prom
+    except ImportError:  # without the prometheus extra: the database gauges, hand-written
+        pass
+    else:
+        body = prom.render(pg.app, late_after=pg.web.late_after)
+        return Response(body, media_type=prom.CONTENT_TYPE)
     health = Health.read(pg.app, pg.now, pg.web.late_after)
     return PlainTextResponse(
         prometheus(health), media_type="text/plain; version=0.0.4; charset=utf-8"

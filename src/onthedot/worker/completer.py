@@ -90,14 +90,27 @@ class Completer:
         want_success = events.wants(JobSucceeded)
         for job, o, duration in items:
             kind = o.kind
+            where = (job.queue, job.schedule_key, job.slot)
             if kind is OutcomeKind.SUCCEEDED:
                 if want_success:
-                    events.emit(JobSucceeded(job.id, job.name, job.attempt, duration or 0.0))
+                    events.emit(
+                        JobSucceeded(job.id, job.name, job.attempt, duration or 0.0, *where)
+                    )
             elif kind is OutcomeKind.RETRY:
                 events.emit(
-                    JobRetried(job.id, job.name, job.attempt, o.error or "", o.retry_in or 0.0)
+                    JobRetried(
+                        job.id,
+                        job.name,
+                        job.attempt,
+                        o.error or "",
+                        o.retry_in or 0.0,
+                        *where,
+                        duration,
+                    )
                 )
             elif kind is OutcomeKind.FAILED:
-                events.emit(JobFailed(job.id, job.name, job.attempt, o.error or ""))
+                events.emit(
+                    JobFailed(job.id, job.name, job.attempt, o.error or "", *where, duration)
+                )
             else:
-                events.emit(JobCancelled(job.id, job.name))
+                events.emit(JobCancelled(job.id, job.name, job.queue, job.attempt, *where[1:]))

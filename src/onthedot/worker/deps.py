@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from onthedot.clock import Clock
 from onthedot.domain.retry import Backoff
 from onthedot.observability.events import EventBus
+from onthedot.observability.hooks import Instrumentation
 from onthedot.storage.interface import Storage
 from onthedot.wakeups import JobsListener
 
@@ -64,7 +65,8 @@ class WorkerDeps:
     - `storage`: opened but not schema-checked (`check_schema` runs in `Worker.run`, retried
       while the database is down);
     - `jobs`: the live registry (by name), `resolve`: the same, raising JobNotRegistered;
-    - `scheduler`: builds the scheduler a worker runs unless told not to (None: never).
+    - `scheduler`: builds the scheduler a worker runs unless told not to (None: never);
+    - `instrumentation`: hooks wrapping each job function (tracing), none by default.
     """
 
     storage: Storage
@@ -77,3 +79,4 @@ class WorkerDeps:
     retention: timedelta
     wakeups: JobsWakeups
     scheduler: SchedulerFactory | None = None
+    instrumentation: Instrumentation | None = None

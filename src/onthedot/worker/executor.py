@@ -9,14 +9,17 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
+from typing import cast
 
 import onthedot.worker.execute as execute
+from onthedot.clock import Clock, SystemClock
 from onthedot.context import JobContext
 from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.jobs import ClaimedJob, Outcome
 from onthedot.observability.events import EventBus, JobStarted
+from onthedot.observability.hooks import Instrumentation, split_headers
 from onthedot.worker.deps import RunnableJob
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, Running, RunningJobs, Threads
 
@@ -38,6 +41,8 @@ class Executors:
         outcomes: OutcomeQueue,
         flags: Flags,
         threads: Threads,
+        instrumentation: Instrumentation | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.worker_id = worker_id
         self.jobs = jobs
@@ -48,6 +53,8 @@ class Executors:
         self.outcomes = outcomes
         self.flags = flags
         self.threads = threads
+        self.instrumentation = instrumentation or Instrumentation()
+        self.clock = clock or SystemClock()
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # -- threads ----------------------------------------------------------------------------
@@ -111,25 +118,48 @@ class Executors:
         except JobNotRegistered as exc:
             self.finish(job, execute.not_registered(job, exc), None)
             return False
+        job, headers = split_headers(job)
         if self.events.wants(JobStarted):
-            self.events.emit(JobStarted(job.id, job.name, job.attempt, self.worker_id))
+            self.events.emit(self._started(job))
+        fn = jf.fn
+        if self.instrumentation.execute:
+            fn = self.instrumentation.around_execute(job, headers, fn, jf.is_async)
         started = time.monotonic()
         running = Running(job, started, started + job.timeout if job.timeout else None)
         self.running.add(running)
         if jf.is_async:
-            self._run_async(jf, job, running)
+            self._run_async(jf, fn, job, running)
             return False
-        outcome = execute.run_sync(jf.fn, job, self._context(job), jf.backoff)
+        outcome = execute.run_sync(fn, job, self._context(job), jf.backoff)
         if self.running.remove(running):
             return True  # the keeper already failed the job and started a replacement thread
         self.finish(job, outcome, started)
         return False
 
-    def _run_async(self, jf: RunnableJob, job: ClaimedJob, running: Running) -> None:
+    def _started(self, job: ClaimedJob) -> JobStarted:
+        waited = None
+        if job.run_at is not None:
+            waited = max(0.0, (self.clock.now() - job.run_at).total_seconds())
+        return JobStarted(
+            job.id,
+            job.name,
+            job.attempt,
+            self.worker_id,
+            job.queue,
+            job.schedule_key,
+            job.slot,
+            waited,
+        )
+
+    def _run_async(
+        self, jf: RunnableJob, fn: Callable[..., object], job: ClaimedJob, running: Running
+    ) -> None:
         if self.loop is None:
             self.start_loop()
         assert self.loop is not None
-        coro = execute.run_async(jf.fn, job, self._context(job), jf.backoff)
+        coro = execute.run_async(
+            cast(Callable[..., Awaitable[object]], fn), job, self._context(job), jf.backoff
+        )
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         running.future = future
         running.deadline = None  # asyncio enforces the timeout itself

@@ -125,6 +125,8 @@ class Worker:
             outcomes=outcomes,
             flags=self.flags,
             threads=self.threads,
+            instrumentation=deps.instrumentation,
+            clock=deps.clock,
         )
         self.completer = Completer(
             worker_id=self.id,

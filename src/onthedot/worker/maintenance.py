@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
-from onthedot.observability.events import DatabaseError, EventBus, JobRescued
+from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
 from onthedot.storage.interface import Storage
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
 
@@ -118,6 +118,8 @@ class Keeper:
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
         cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held)
+        if self.events.wants(WorkerHeartbeat):
+            self.events.emit(WorkerHeartbeat(self.worker_id, len(held)))
         if cancel:
             for future in self.running.request_cancel(cancel):
                 future.cancel()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob, Job, JobState
@@ -24,9 +25,20 @@ def claimed(d: Dialect, rows: list[Row]) -> list[ClaimedJob]:
     # RETURNING order is unspecified: restore claim order (priority, run_at, id).
     rows.sort(key=lambda r: (-r[10], r[11], r[0]))
     loads = json.loads
+    fromtimestamp = datetime.fromtimestamp
     return [
         ClaimedJob(
-            r[0], r[1], loads(r[2]), loads(r[3]), r[4], r[5], r[6], r[7], r[8], d.opt_dt(r[9])
+            r[0],
+            r[1],
+            loads(r[2]),
+            loads(r[3]),
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            d.opt_dt(r[9]),
+            fromtimestamp(r[11], UTC),  # both claims return run_at as epoch seconds
         )
         for r in rows
     ]
