@@ -70,8 +70,15 @@ def test_kubernetes() -> None:
     [container] = pod["containers"]
     check_command(container["command"])
     assert pod["terminationGracePeriodSeconds"] > grace(container["command"])
+    command = container["command"]
+    port = int(command[command.index("--metrics-port") + 1])
+    [named] = [p for p in container["ports"] if p["containerPort"] == port]
+    paths = {}
     for probe in ("readinessProbe", "livenessProbe"):
-        check_command(container[probe]["exec"]["command"])
+        get = container[probe]["httpGet"]
+        assert get["port"] in (port, named["name"])
+        paths[probe] = get["path"]
+    assert paths == {"readinessProbe": "/readyz", "livenessProbe": "/healthz"}
 
 
 def test_systemd_unit() -> None:

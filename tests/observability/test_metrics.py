@@ -129,3 +129,22 @@ def test_worker_process_serves_metrics_and_probes(db_url: str, tmp_path: Path) -
     finally:
         assert proc.stop() == 0, proc.output()[-3000:]
     app.close()
+
+
+def test_liveness_follows_the_keeper_through_a_database_outage() -> None:
+    from onthedot.observability.events import DatabaseError, EventBus, WorkerHeartbeat
+    from onthedot.observability.probes import HeartbeatWatch
+
+    events = EventBus()
+    watch = HeartbeatWatch(events, "w-1", lease=30.0)
+    assert watch.problem() == "worker w-1: no heartbeat yet"
+    # The keeper runs but the database refuses: live (readiness reports the outage), so an
+    # orchestrator does not restart a worker that would resume by itself.
+    events.emit(DatabaseError(where="heartbeat", error="connection refused", retry_in=0.2))
+    assert watch.problem() is None
+    watch.last = watch.last - 31.0 if watch.last is not None else None  # the keeper went quiet
+    assert watch.problem() is not None and "last heartbeat" in watch.problem()
+    events.emit(WorkerHeartbeat("w-1", 0))
+    assert watch.problem() is None
+    events.emit(DatabaseError(where="claim", error="x", retry_in=0.1))  # not the keeper
+    watch.close()

@@ -2,8 +2,10 @@
 
 - `GET /metrics`: the Prometheus exposition (`metrics.render`); behind `Authorization: Bearer`
   when a metrics token is given ($ONTHEDOT_WEB_METRICS_TOKEN);
-- `GET /healthz`: liveness, 200 while the process runs and its keeper heartbeat is fresh
-  (the last `WorkerHeartbeat` event younger than the lease), 503 otherwise;
+- `GET /healthz`: liveness, 200 while the process runs and its keeper loop is alive: its last
+  heartbeat, or its last heartbeat attempt refused by an unreachable database, is younger
+  than the lease (a database outage is readiness' business: the worker rides it out, and a
+  restart would not help), 503 otherwise;
 - `GET /readyz`: readiness, 200 when the database answers and its schema is current.
 
 The probes never need the token: they tell nothing but ok or why not.
@@ -17,25 +19,28 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from onthedot.observability.events import Event, EventBus, WorkerHeartbeat
+from onthedot.observability.events import DatabaseError, Event, EventBus, WorkerHeartbeat
 
 Answer = tuple[int, bytes, str]
 TEXT = "text/plain; charset=utf-8"
 
 
 class HeartbeatWatch:
-    """Remembers when the keeper of `worker_id` last heartbeat (monotonic clock)."""
+    """Remembers when the keeper of `worker_id` last heartbeat, or last tried to and met an
+    unreachable database (monotonic clock)."""
 
     def __init__(self, events: EventBus, worker_id: str, lease: float) -> None:
         self.worker_id = worker_id
         self.lease = lease
         self.started = time.monotonic()
         self.last: float | None = None
-        self._unsubscribe = events.subscribe(self, WorkerHeartbeat)
+        self._unsubscribe = events.subscribe(self, WorkerHeartbeat, DatabaseError)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, WorkerHeartbeat) and event.worker_id == self.worker_id:
             self.last = time.monotonic()
+        elif isinstance(event, DatabaseError) and event.where == "heartbeat":
+            self.last = time.monotonic()  # the keeper runs; the database does not answer
 
     def close(self) -> None:
         self._unsubscribe()
