@@ -147,6 +147,7 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class JobFilter:
     state: JobState | None = None
+    states: tuple[JobState, ...] = ()  # any of these states (empty: any state)
     queue: str | None = None
     name: str | None = None
     schedule_key: str | None = None

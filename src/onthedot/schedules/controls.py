@@ -78,7 +78,7 @@ class OperatorControls:
         self._enqueue = enqueue
 
     def _row(self, key: str) -> LedgerRow:
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -245,11 +245,12 @@ class OperatorControls:
                         f"backfill of {key!r} covers more than {100 * BACKFILL_BOUND} slots: "
                         "use a shorter range"
                     )
-        existing = self._storage().existing_slots(key, start, end)
+        storage = self._storage()
+        existing = {r.slot for r in storage.slot_history(key, start=start, end=end, limit=None)}
         todo = [s for s in candidates if s not in existing]
         already = [s for s in candidates if s in existing]
-        oldest = self._storage().oldest_slot(key)
-        beyond = oldest is None or start < oldest
+        # Beyond the history: no slot recorded at or before `start` (older ones were pruned).
+        beyond = not storage.slot_history(key, end=start, limit=1)
         result = BackfillResult(key, start, end, dry_run, todo, already, beyond)
         if dry_run:
             return result

@@ -74,7 +74,7 @@ class RuntimeSchedules:
         return sched
 
     def _dynamic_row(self, key: str, verb: str) -> LedgerRow:
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -110,7 +110,7 @@ class RuntimeSchedules:
         if (
             isinstance(key, str)
             and key not in self._registry.declared()
-            and self._storage().get_schedule_row(key) is not None
+            and self._storage().list_schedule_rows([key])
         ):
             raise ScheduleError(f"schedule {key!r} already exists: use update() or another key")
         decl = Declaration(

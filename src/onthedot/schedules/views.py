@@ -108,7 +108,7 @@ class ScheduleViews:
 
     def get(self, key: str) -> dict[str, Any]:
         """One schedule (declared or runtime) as the JSON object `schedules list` shows."""
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         declared = self._registry.declared()
         if row is None and key not in declared:
             raise ScheduleError(f"no schedule with key {key!r}")
@@ -123,7 +123,7 @@ class ScheduleViews:
         declared = self._registry.declared()
         if key in declared:
             return declared[key]
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             raise ScheduleError(f"no schedule with key {key!r}")
         sched = self._registry.definition_for(row)

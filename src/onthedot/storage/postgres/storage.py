@@ -112,9 +112,6 @@ class PostgresStorage(SqlStorage):
         self._ensure_open()  # a view shares the pool: open it once, here, for both
         return super().at(now)
 
-    def ensure_schema(self) -> None:
-        """PostgreSQL is migrated by `onthedot migrate`, never on first use."""
-
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         return PostgresWakeup(self._connect_listener, set(queues))
 
@@ -156,7 +153,9 @@ class PostgresStorage(SqlStorage):
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
 
-    def migrate(self) -> list[int]:
+    def migrate(self, *, first_use: bool = False) -> list[int]:
+        if first_use:
+            return []  # PostgreSQL is migrated by `onthedot migrate`, never on first use
         applied: list[int] = []
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

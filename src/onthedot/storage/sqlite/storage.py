@@ -194,7 +194,7 @@ class SqliteStorage(SqlStorage):
         return from_ts(time.time())
 
     # -- schema -------------------------------------------------------------------------------
-    def migrate(self) -> list[int]:
+    def migrate(self, *, first_use: bool = False) -> list[int]:
         conn = self._raw()
         applied: list[int] = []
         with self._write_lock:
@@ -226,9 +226,6 @@ class SqliteStorage(SqlStorage):
         if self.memory:
             self._raw()  # a view must share the one in-memory database, so make it first
         return super().at(now)
-
-    def ensure_schema(self) -> None:
-        self.migrate()
 
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         return SqliteWakeup(self.path)
