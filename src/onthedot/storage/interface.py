@@ -24,6 +24,7 @@ from onthedot.domain.ledger import (
     SyncReport,
     TickPlan,
 )
+from onthedot.domain.payload import JsonObject
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -53,7 +54,7 @@ class WorkerRow:
     heartbeat_age: float  # seconds, by the database clock
     running_jobs: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         from onthedot.domain.jobs import iso
 
         return {

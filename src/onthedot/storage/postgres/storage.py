@@ -24,6 +24,7 @@ from onthedot.storage.postgres.rows import enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
+from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.wakeup import Wakeup
 
@@ -203,7 +204,7 @@ class PostgresStorage(SqlStorage):
         if queues:
             conn.execute(Q["notify_queues"], {"queues": queues})
 
-    def _due_rows(self, raw: list[Any]) -> Iterable[DueRow]:
+    def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
         # Rows are made one at a time as the decider reads them, so each dies young.
         return map(DueRow._make, raw)
 

@@ -46,7 +46,7 @@ class SqlSync:
         if report.removals:
             d.batch(conn, "ledger_remove", [{"key": k} for k in report.removals], shared)
 
-    def _timing(self, row: LedgerRow) -> dict[str, Any]:
+    def _timing(self, row: LedgerRow) -> dict[str, object]:
         d = self._storage.d
         return {
             "key": row.key,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from onthedot.domain.errors import InvalidJobState, JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, QueueStats
@@ -16,11 +15,13 @@ _BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"
 
 
 class ReadVerbs(SqlBase):
-    def _filtered(self, name: str, flt: JobFilter, *, keyset: bool) -> tuple[str, dict[str, Any]]:
+    def _filtered(
+        self, name: str, flt: JobFilter, *, keyset: bool
+    ) -> tuple[str, dict[str, object]]:
         """The named statement with the filter's conditions in place of `{filter}`."""
         p = self.d.param
         clauses: list[str] = []
-        params: dict[str, Any] = {}
+        params: dict[str, object] = {}
         for column, value in (
             ("state", None if flt.state is None else str(flt.state)),
             ("queue", flt.queue),

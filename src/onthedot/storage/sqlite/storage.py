@@ -25,6 +25,7 @@ from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.core import SqlStorage
+from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.sqlite.dialect import SqliteDialect
 from onthedot.storage.sqlite.tick import insert_job, write_tick
@@ -283,7 +284,7 @@ class SqliteStorage(SqlStorage):
     def _notify(self, conn: sqlite3.Connection, queues: Iterable[str]) -> None:
         """Nothing to send: other processes see the commit through `PRAGMA data_version`."""
 
-    def _due_rows(self, raw: list[Any]) -> Iterable[DueRow]:
+    def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
         loads = json.loads
         return [
             DueRow(
