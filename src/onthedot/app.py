@@ -16,6 +16,7 @@ from onthedot.config import DatabaseConfig, resolve_database_url
 from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
+from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
@@ -208,13 +209,21 @@ class App:
         return self.storage.list_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
-        return self.storage.retry_job(job_id)
+        job = self.storage.job_action("retry", job_id)
+        assert job is not None
+        return job
 
     def cancel_job(self, job_id: int) -> Job:
-        return self.storage.cancel_job(job_id)
+        job = self.storage.job_action("cancel", job_id)
+        assert job is not None
+        return job
 
     def delete_job(self, job_id: int) -> bool:
-        return self.storage.delete_job(job_id)
+        try:
+            self.storage.job_action("delete", job_id)
+        except JobNotFound:
+            return False
+        return True
 
     def queue_stats(self) -> list[QueueStats]:
         return self.storage.queue_stats()

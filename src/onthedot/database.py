@@ -56,7 +56,7 @@ class Database:
         """Raise SchemaOutOfDate unless the database schema is current. SQLite, the zero-setup
         default, migrates itself on first use."""
         storage = self.raw_storage()
-        storage.ensure_schema()
+        storage.migrate(first_use=True)
         current, latest = storage.schema_version()
         if current < latest:
             raise SchemaOutOfDate(

@@ -57,7 +57,7 @@ def test_resume_with_catchup_lets_the_policy_fire_the_latest(ops: App) -> None:
     ops.schedules.resume("every-minute", catchup=True)
     fired = tick(ops)
     assert slots_of(fired) == [T0 + 5 * MIN]  # catchup="latest": the newest, the rest coalesced
-    row = ops.storage.get_schedule_row("every-minute")
+    row = next(iter(ops.storage.list_schedule_rows(["every-minute"])), None)
     assert row is not None and row.coalesced_total == 4
 
 
@@ -66,7 +66,7 @@ def test_pause_until_resumes_by_itself(ops: App) -> None:
     assert tick(ops, T0 + 2 * MIN) == []
     fired = tick(ops, T0 + 4 * MIN)
     assert slots_of(fired) == [T0 + 4 * MIN]
-    row = ops.storage.get_schedule_row("every-minute")
+    row = next(iter(ops.storage.list_schedule_rows(["every-minute"])), None)
     assert row is not None and not row.paused and row.missed_total == 3
 
 
@@ -148,7 +148,7 @@ def test_reset_clears_operator_state(ops: App) -> None:
     ops.schedules.pause("every-minute")
     ops.schedules.skip("every-minute", T0 + 3 * MIN)
     ops.schedules.reset("every-minute", actor="erin")
-    row = ops.storage.get_schedule_row("every-minute")
+    row = next(iter(ops.storage.list_schedule_rows(["every-minute"])), None)
     assert row is not None and not row.paused
     assert ops.schedules.skipped("every-minute") == []
     assert slots_of(tick(ops, T0 + 3 * MIN)) == [T0 + 3 * MIN]

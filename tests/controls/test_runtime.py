@@ -50,7 +50,7 @@ def test_create_reports_every_problem_and_stores_nothing(ops: App) -> None:
     assert "bad minute" in message.lower() or "*/0" in message
     assert "Mars/Base" in message
     assert "too many positional arguments" in message
-    assert ops.storage.get_schedule_row("bad") is None
+    assert next(iter(ops.storage.list_schedule_rows(["bad"])), None) is None
     assert ops.schedules.audit("bad") == []
 
 
@@ -77,9 +77,9 @@ def test_update_timing_restarts_without_phantom_run(ops: App) -> None:
 
 def test_update_of_arguments_is_not_a_timing_change(ops: App) -> None:
     ops.schedules.create("dyn", "*/10 * * * *", "greet", args=["x"])
-    before = ops.storage.get_schedule_row("dyn")
+    before = next(iter(ops.storage.list_schedule_rows(["dyn"])), None)
     ops.schedules.update("dyn", args=["y"], kwargs={"punct": "?"})
-    after = ops.storage.get_schedule_row("dyn")
+    after = next(iter(ops.storage.list_schedule_rows(["dyn"])), None)
     assert before is not None and after is not None
     assert (after.cursor, after.fingerprint) == (before.cursor, before.fingerprint)
     fired = tick(ops, T0 + timedelta(minutes=10))
@@ -147,7 +147,7 @@ def test_invalid_stored_definition_does_not_stop_other_schedules(ops: App) -> No
     lonely = App(ops.database_url, clock=ops.clock, log_events=False)
     fired = tick(lonely, T0 + timedelta(minutes=1))
     assert fired == []  # "dyn" is invalid there (unknown job) and is left alone
-    row = lonely.storage.get_schedule_row("dyn")
+    row = next(iter(lonely.storage.list_schedule_rows(["dyn"])), None)
     assert row is not None and row.next_due_at is not None and row.next_due_at > T0
     lonely.close()
     other.close()

@@ -31,7 +31,7 @@ def history(app: App, key: str) -> list[tuple[datetime, str]]:
 
 
 def row(app: App, key: str) -> LedgerRow:
-    found = app.storage.get_schedule_row(key)
+    found = next(iter(app.storage.list_schedule_rows([key])), None)
     assert found is not None, f"no ledger row for {key!r}"
     return found
 

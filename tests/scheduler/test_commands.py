@@ -98,5 +98,5 @@ def test_a_command_without_a_key_gets_a_stable_digest_key(make_app: MakeApp) -> 
     tick(app)
     again = make_app(T0)
     assert again.schedule(None, "every 1d", command=command).key == decl.key
-    assert again.storage.get_schedule_row(decl.key) is not None
+    assert next(iter(again.storage.list_schedule_rows([decl.key])), None) is not None
     assert app.schedules.check().ok

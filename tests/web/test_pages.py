@@ -200,7 +200,7 @@ def test_workers_page(app: App, client: TestClient) -> None:
     app.storage.register_worker(WorkerInfo("w-1", "alpha", 101, ("default", "mail"), 8))
     old = datetime.now(UTC) - timedelta(minutes=5)
     app.storage.at(old).register_worker(WorkerInfo("w-2", "beta", 202, ("default",), 1, False))
-    app.storage.set_worker_stopping("w-1")
+    app.storage.deregister_worker("w-1", stopping=True)
     page = client.get("/workers").text
     assert "w-1" in page and "alpha" in page and '<span class="badge stopping">' in page
     assert "w-2" in page and '<span class="badge stale">stale</span>' in page

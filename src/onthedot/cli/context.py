@@ -17,10 +17,10 @@ import click
 
 from onthedot.app import App
 from onthedot.domain.errors import OnthedotError
+from onthedot.domain.payload import JsonValue
 
 P = ParamSpec("P")
 R = TypeVar("R")
-JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 ENV_APP = "ONTHEDOT_APP"
 
 

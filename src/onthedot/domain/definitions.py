@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import format_duration, parse_duration
+from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.domain.specs import Spec, SpecError, fingerprint, load_timezone, parse_spec
 
 CATCHUP_POLICIES = ("latest", "all", "none")
@@ -26,6 +27,19 @@ class JobSignature(Protocol):
 
     def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         """Raise TypeError/ValueError unless the arguments fit the job."""
+
+
+class JobDefaults(Protocol):
+    """What a schedule's job takes from its registered function (a JobFunction)."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +60,8 @@ class ScheduleDef:
     spec: Spec
     tz: ZoneInfo
     job: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    args: tuple[JsonValue, ...] = ()
+    kwargs: JsonObject = field(default_factory=dict)
     source: str = "code"
     catchup: str = "latest"
     catchup_window: timedelta = timedelta(hours=24)
@@ -66,7 +80,7 @@ class ScheduleDef:
     def fingerprint(self) -> str:
         return fingerprint(self.spec, self.tz)
 
-    def definition_json(self) -> dict[str, Any]:
+    def definition_json(self) -> JsonObject:
         """Everything but the timing, as stored for runtime schedules and hashed for deploys."""
         return {
             "job": self.job,
@@ -89,7 +103,7 @@ class ScheduleDef:
 @dataclass(frozen=True, slots=True)
 class Declaration:
     """A schedule as written by the user, before validation (so every problem can be reported
-    at once)."""
+    at once): its fields hold whatever the user passed, hence `Any`."""
 
     key: str
     spec: Any
@@ -211,8 +225,8 @@ def validate(
 
 
 def _job_and_arguments(
-    decl: Declaration, jobs: Mapping[str, JobSignature], err: Any
-) -> tuple[str | None, list[Any], dict[str, Any]]:
+    decl: Declaration, jobs: Mapping[str, JobSignature], err: Callable[[str], None]
+) -> tuple[str | None, list[JsonValue], JsonObject]:
     args = [] if decl.args is None else decl.args
     kwargs = {} if decl.kwargs is None else decl.kwargs
     if not isinstance(args, list | tuple):
@@ -257,7 +271,9 @@ def _job_and_arguments(
     return name, list(args), dict(kwargs)
 
 
-def _duration(value: Any, what: str, err: Any, *, allow_zero: bool) -> timedelta | None:
+def _duration(
+    value: Any, what: str, err: Callable[[str], None], *, allow_zero: bool
+) -> timedelta | None:
     try:
         return parse_duration(value, what=what, allow_zero=allow_zero)
     except SpecError as exc:
@@ -266,7 +282,10 @@ def _duration(value: Any, what: str, err: Any, *, allow_zero: bool) -> timedelta
 
 
 def definition_to_declaration(
-    key: str, spec: str, timezone: str, data: dict[str, Any]
+    key: str,
+    spec: str,
+    timezone: str,
+    data: dict[str, Any],  # a stored definition
 ) -> Declaration:
     """Rebuild the declaration of a runtime schedule from its stored definition."""
     job = data.get("job")
@@ -303,7 +322,7 @@ def definition_to_declaration(
     )
 
 
-def _epoch_probe() -> Any:
+def _epoch_probe() -> datetime:
     from datetime import UTC, datetime
 
     return datetime(2000, 1, 1, tzinfo=UTC)

@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+
+from onthedot.domain.payload import JsonObject, JsonValue
 
 
 class JobState(StrEnum):
@@ -29,8 +30,8 @@ class NewJob:
     """A job about to be enqueued. `args`/`kwargs` are already validated JSON values."""
 
     name: str
-    args: list[Any]
-    kwargs: dict[str, Any]
+    args: list[JsonValue]
+    kwargs: JsonObject
     queue: str = "default"
     priority: int = 0
     run_at: datetime | None = None  # None: as soon as possible (the database clock's now)
@@ -57,8 +58,8 @@ class ClaimedJob:
 
     id: int
     name: str
-    args: list[Any]
-    kwargs: dict[str, Any]
+    args: list[JsonValue]
+    kwargs: JsonObject
     queue: str
     attempt: int  # 1 for the first run
     max_attempts: int
@@ -77,8 +78,8 @@ class Job:
     queue: str
     state: JobState
     priority: int
-    args: list[Any]
-    kwargs: dict[str, Any]
+    args: list[JsonValue]
+    kwargs: JsonObject
     attempts: int
     max_attempts: int
     run_at: datetime
@@ -90,13 +91,13 @@ class Job:
     schedule_key: str | None = None
     slot: datetime | None = None
     worker_id: str | None = None
-    result: Any = None
+    result: JsonValue = None
     error: str | None = None
     traceback: str | None = None
     cancel_requested: bool = False
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[JsonObject] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The JSON object shown by `jobs list --json` and the web UI."""
         return {
             "id": self.id,
@@ -121,7 +122,7 @@ class Job:
             "error": self.error,
             "traceback": self.traceback,
             "cancel_requested": self.cancel_requested,
-            "errors": self.errors,
+            "errors": list[JsonValue](self.errors),
         }
 
 
@@ -138,7 +139,7 @@ class Outcome:
 
     job_id: int
     kind: OutcomeKind
-    result: Any = None
+    result: JsonValue = None
     error: str | None = None
     traceback: str | None = None
     retry_in: float | None = None  # seconds from the database clock's now, for RETRY
@@ -148,6 +149,7 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class JobFilter:
     state: JobState | None = None
+    states: tuple[JobState, ...] = ()  # any of these states (empty: any state)
     queue: str | None = None
     name: str | None = None
     schedule_key: str | None = None
@@ -168,7 +170,7 @@ class QueueStats:
     oldest_ready_age: float | None  # seconds
     paused: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "queue": self.queue,
             "queued": self.queued,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from onthedot.domain.definitions import ScheduleDef
 from onthedot.domain.jobs import NewJob, iso
+from onthedot.domain.payload import JsonObject
 
 
 class SlotOutcome:
@@ -30,7 +31,7 @@ class LedgerRow:
     cursor: datetime
     next_due_at: datetime | None
     generation: int = 0
-    definition: dict[str, Any] | None = None
+    definition: JsonObject | None = None
     removed_at: datetime | None = None
     paused: bool = False
     paused_until: datetime | None = None
@@ -64,7 +65,7 @@ class DueRow(NamedTuple):
     next_due_at: datetime | None
     paused: bool
     paused_until: datetime | None
-    definition: dict[str, Any] | None
+    definition: JsonObject | None
     active_jobs: int = 0  # queued or running jobs of this schedule (for overlap "skip")
 
     def ledger_row(self) -> LedgerRow:
@@ -210,7 +211,7 @@ class SlotRecord:
     note: str | None = None
     job_state: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "slot": iso(self.slot),
             "outcome": self.outcome,
@@ -228,11 +229,11 @@ class AuditEntry:
     action: str
     key: str | None = None
     note: str | None = None
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     at: datetime | None = None
     id: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "id": self.id,
             "at": iso(self.at),

@@ -7,16 +7,21 @@ import math
 import re
 import threading
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, TypeAlias, cast
+
+# A JSON value as `json.loads` returns it (job arguments and results, schedule definitions,
+# audit details, the JSON views of the CLI and the web).
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments
 
 
-def check_json(value: Any, where: str) -> None:
+def check_json(value: object, where: str) -> JsonValue:
     """Raise TypeError/ValueError unless `value` is made only of JSON types: None, bool, int,
     finite float, str, list/tuple, and dict with str keys. Strings must be storable by every
-    backend: no NUL character, no lone surrogate (undecoded bytes)."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+    backend: no NUL character, no lone surrogate (undecoded bytes). Returns `value`."""
+    stack: list[tuple[Any, str]] = [(value, where)]  # `type() is` checks: no narrowing
     while stack:
         item, path = stack.pop()
         t = type(item)
@@ -46,6 +51,7 @@ def check_json(value: Any, where: str) -> None:
             f"{path} is a {t.__name__} ({_short(item)}), which is not JSON: pass only None, bool, "
             "int, float, str, list and dict (convert dates to ISO strings, objects to ids)"
         )
+    return cast(JsonValue, value)  # checked above (a tuple encodes as a list)
 
 
 def _check_text(text: str, path: str) -> None:
@@ -64,21 +70,21 @@ def _check_text(text: str, path: str) -> None:
             ) from None
 
 
-def _not_json(value: Any) -> Any:
+def _not_json(value: object) -> None:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 _local = threading.local()
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     """json.dumps(value, allow_nan=False) with a C encoder kept per thread (json.dumps builds
     a new one on every call, which costs more than encoding a few arguments)."""
     encoder = getattr(_local, "encoder", None)
     if encoder is None:
         if c_make_encoder is None:  # pragma: no cover - a Python without the json accelerator
             return json.dumps(value, allow_nan=False)
-        markers: dict[int, Any] = {}
+        markers: dict[int, object] = {}
         encoder = _local.encoder = (
             c_make_encoder(
                 markers, _not_json, encode_basestring_ascii, None, ": ", ", ", False, False, False
@@ -131,6 +137,6 @@ def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tup
     return args_json, kwargs_json
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

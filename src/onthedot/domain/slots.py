@@ -10,9 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from onthedot.domain.definitions import ScheduleDef
+from onthedot.domain.definitions import JobDefaults, ScheduleDef
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import (
     JobTemplate,
@@ -36,17 +35,21 @@ def lock_key_for(key: str) -> str:
     return f"schedule:{key}"
 
 
-def slot_job(sched: ScheduleDef, slot: datetime, job_defaults: Any) -> NewJob:
+# JobTemplate's fields: name, queue, priority, max_attempts, timeout, args and kwargs JSON.
+_Content = tuple[str, str, int, int, float | None, str, str]
+
+
+def slot_job(sched: ScheduleDef, slot: datetime, job_defaults: JobDefaults | None) -> NewJob:
     """The job enqueued for a slot; arguments, queue and priority are read from the current
     definition at fire time."""
     return _template(sched, job_defaults).job(sched, slot, _run_at(sched, slot), _lock_key(sched))
 
 
-def _template(sched: ScheduleDef, job_defaults: Any) -> JobTemplate:
+def _template(sched: ScheduleDef, job_defaults: JobDefaults | None) -> JobTemplate:
     return JobTemplate(*_template_content(sched, job_defaults))
 
 
-def _template_content(sched: ScheduleDef, job_defaults: Any) -> tuple[Any, ...]:
+def _template_content(sched: ScheduleDef, job_defaults: JobDefaults | None) -> _Content:
     """The fields of the job template, in JobTemplate's order (no arguments: no encoding)."""
     queue = sched.queue or (job_defaults.queue if job_defaults is not None else "default")
     priority = sched.priority
@@ -78,7 +81,7 @@ def decide(
     sched: ScheduleDef | None,
     now: datetime,
     *,
-    job_defaults: Any = None,
+    job_defaults: JobDefaults | None = None,
 ) -> TickPlan:
     """Decide one due ledger row at `now` (the database clock)."""
     return Decider()(row, sched, now, job_defaults=job_defaults)
@@ -121,11 +124,13 @@ class Decider:
     def _reset(self) -> None:
         self._derived: dict[int, _Derived] = {}  # by id() of the definition
         self._alive: list[ScheduleDef] = []  # keeps those ids unique while cached
-        self._defaults: list[Any] = []
+        self._defaults: list[JobDefaults | None] = []
         self._defaults_index: dict[int, int] = {}  # id() of job defaults -> index
-        self._templates: dict[tuple[Any, ...], int] = {}  # content -> index in _template_list
+        self._templates: dict[_Content, int] = {}  # content -> index in _template_list
         self._template_list: list[JobTemplate] = []
-        self._policies: dict[tuple[Any, ...], tuple[int, str]] = {}  # -> (timing id, fingerprint)
+        self._policies: dict[
+            tuple[object, ...], tuple[int, str]
+        ] = {}  # -> (timing id, fingerprint)
         self._next_id = itertools.count()
         # Timings of the current `now` only: a key holds `now`, so an entry of an earlier tick
         # can never be hit again, and keeping them would only grow the memo tick after tick.
@@ -139,7 +144,7 @@ class Decider:
         sched: ScheduleDef | None,
         now: datetime,
         *,
-        job_defaults: Any = None,
+        job_defaults: JobDefaults | None = None,
     ) -> TickPlan:
         if sched is None:
             # The newest live code does not declare it: it stops here; the row is kept for the
@@ -229,14 +234,14 @@ class Decider:
             unpause=unpause,
         )
 
-    def learn(self, sched: ScheduleDef, job_defaults: Any) -> None:
+    def learn(self, sched: ScheduleDef, job_defaults: JobDefaults | None) -> None:
         """Derive what deciding `sched` needs now (a scheduler does it at start, so that the
         first burst does not pay for it)."""
         d = self._derived.get(id(sched))
         if d is None or self._defaults[d[0]] is not job_defaults:
             self._derive(sched, job_defaults)
 
-    def _derive(self, sched: ScheduleDef, job_defaults: Any) -> _Derived:
+    def _derive(self, sched: ScheduleDef, job_defaults: JobDefaults | None) -> _Derived:
         if len(self._alive) >= self.LIMIT:
             self._reset()  # every cache at once: ids and indexes stay consistent
         defaults = self._defaults_index.get(id(job_defaults))

@@ -26,7 +26,7 @@ class Event:
     def name(self) -> str:
         return _snake(type(self).__name__)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

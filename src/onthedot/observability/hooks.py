@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from onthedot.domain.jobs import ClaimedJob, NewJob
+from onthedot.domain.payload import JsonValue
 
 HEADERS_KEY = "__onthedot_headers__"
 
@@ -71,7 +72,8 @@ def _bind_enqueue(hook: EnqueueHook, inner: Insert) -> Insert:
 def with_headers(job: NewJob, headers: Mapping[str, str]) -> NewJob:
     """`job` carrying `headers` (merged over any it has)."""
     kwargs = dict(job.kwargs)
-    merged = {**kwargs.get(HEADERS_KEY, {}), **headers}
+    previous = kwargs.get(HEADERS_KEY)
+    merged: dict[str, JsonValue] = {**(previous if isinstance(previous, dict) else {}), **headers}
     kwargs[HEADERS_KEY] = merged
     return dataclasses.replace(job, kwargs=kwargs, kwargs_json=json.dumps(kwargs))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from onthedot.clock import Clock
 from onthedot.domain.ledger import AuditEntry
+from onthedot.domain.payload import JsonObject
 from onthedot.observability.events import EventBus, ScheduleChanged
 from onthedot.wakeups import WakeupHub
 
@@ -44,7 +45,7 @@ class AuditTrail:
         key: str,
         actor: str | None,
         note: str | None = None,
-        details: dict[str, Any] | None = None,
+        details: JsonObject | None = None,
     ) -> None:
         """Write one entry (the actor defaults to the OS user), emit it, wake the schedulers."""
         who = actor or default_actor()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from typing import Any
+
+from onthedot.domain.payload import JsonObject
 
 OUTPUT_TAIL = 4000  # characters of combined stdout/stderr kept in the job's result
 
@@ -15,7 +16,7 @@ class CommandFailed(Exception):
 
 def run_command(
     command: str | list[str], shell: bool = False, timeout: float | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """Run `command` without a shell (unless `shell=True`), within `timeout` seconds.
 
     Returns {"exit_code", "output"} with the tail of the output; raises CommandFailed on a

@@ -16,6 +16,7 @@ from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
+from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.domain.slots import slot_job
 from onthedot.schedules.audit import default_actor
 from onthedot.storage.interface import OperatorPatch
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from onthedot.jobs import JobFunction
     from onthedot.schedules.audit import AuditTrail
     from onthedot.schedules.registry import ScheduleRegistry
-    from onthedot.schedules.views import ScheduleViews
+    from onthedot.schedules.views import ScheduleView, ScheduleViews
     from onthedot.storage.interface import Storage
 
 BACKFILL_BOUND = 1000  # a real backfill of more slots needs force=True
@@ -43,7 +44,7 @@ class BackfillResult:
     beyond_history: bool  # part of the range is older than the oldest history row kept
     enqueued: list[int] = field(default_factory=list)  # job ids (real run)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "key": self.key,
             "start": iso(self.start),
@@ -52,7 +53,7 @@ class BackfillResult:
             "slots": [iso(s) for s in self.slots],
             "already": [iso(s) for s in self.already],
             "beyond_history": self.beyond_history,
-            "enqueued": self.enqueued,
+            "enqueued": list[JsonValue](self.enqueued),
         }
 
 
@@ -78,7 +79,7 @@ class OperatorControls:
         self._enqueue = enqueue
 
     def _row(self, key: str) -> LedgerRow:
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -104,7 +105,7 @@ class OperatorControls:
         note: str | None = None,
         *,
         actor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ScheduleView:
         """No slot fires until resumed (or until `until`, when it resumes by itself). Slots
         falling in the pause are counted as missed."""
         self._row(key)
@@ -130,7 +131,7 @@ class OperatorControls:
 
     def resume(
         self, key: str, *, catchup: bool = False, note: str | None = None, actor: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ScheduleView:
         """Resume a paused schedule. Its cursor restarts now (the pause's slots stay missed)
         unless `catchup=True`, which lets the catch-up policy and window handle them."""
         row = self._row(key)
@@ -139,10 +140,10 @@ class OperatorControls:
         sched = self._definition(key, row)
         now = self._views.now()
         if catchup:
-            changes = {**_UNPAUSED, "next_due_at": sched.spec.next_after(row.cursor, sched.tz)}
+            patch = replace(_UNPAUSED, next_due_at=sched.spec.next_after(row.cursor, sched.tz))
         else:
-            changes = _end_pause(row, sched, now)
-        self._storage().update_operator_state(key, OperatorPatch(**changes))
+            patch = _end_pause(row, sched, now)
+        self._storage().update_operator_state(key, patch)
         self._audit.record("resumed", key, actor, note, {"catchup": catchup})
         return self._views.get(key)
 
@@ -245,11 +246,12 @@ class OperatorControls:
                         f"backfill of {key!r} covers more than {100 * BACKFILL_BOUND} slots: "
                         "use a shorter range"
                     )
-        existing = self._storage().existing_slots(key, start, end)
+        storage = self._storage()
+        existing = {r.slot for r in storage.slot_history(key, start=start, end=end, limit=None)}
         todo = [s for s in candidates if s not in existing]
         already = [s for s in candidates if s in existing]
-        oldest = self._storage().oldest_slot(key)
-        beyond = oldest is None or start < oldest
+        # Beyond the history: no slot recorded at or before `start` (older ones were pruned).
+        beyond = not storage.slot_history(key, end=start, limit=1)
         result = BackfillResult(key, start, end, dry_run, todo, already, beyond)
         if dry_run:
             return result
@@ -302,8 +304,8 @@ class OperatorControls:
         removed = 0
         for slot in self._future_skips(key, floor):
             removed += self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
-        changes = _end_pause(row, sched, now) if row.paused else dict(_UNPAUSED)
-        self._storage().update_operator_state(key, OperatorPatch(**changes))
+        patch = _end_pause(row, sched, now) if row.paused else _UNPAUSED
+        self._storage().update_operator_state(key, patch)
         self._audit.record(
             "reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused}
         )
@@ -340,32 +342,25 @@ class OperatorControls:
         return slot
 
 
-_UNPAUSED: dict[str, Any] = {
-    "paused": False,
-    "paused_until": None,
-    "pause_note": None,
-    "paused_by": None,
-    "paused_at": None,
-}
+_UNPAUSED = OperatorPatch(
+    paused=False, paused_until=None, pause_note=None, paused_by=None, paused_at=None
+)
 
 
-def _end_pause(row: LedgerRow, sched: ScheduleDef, now: datetime) -> dict[str, Any]:
+def _end_pause(row: LedgerRow, sched: ScheduleDef, now: datetime) -> OperatorPatch:
     """Ledger changes that end a pause now: the cursor restarts at now and the slots that fell
     in the pause are counted as missed (arithmetically)."""
     start = max(now, row.cursor)
-    changes: dict[str, Any] = {
-        **_UNPAUSED,
-        "cursor": start,
-        "next_due_at": sched.spec.next_after(start, sched.tz),
-    }
+    patch = replace(_UNPAUSED, cursor=start, next_due_at=sched.spec.next_after(start, sched.tz))
     missed = sched.spec.count_between(row.cursor, now, sched.tz) if now > row.cursor else 0
     if missed:
-        changes.update(
+        patch = replace(
+            patch,
             missed_total=row.missed_total + missed,
             last_missed_from=sched.spec.next_after(row.cursor, sched.tz),
             last_missed_to=sched.spec.last_at_or_before(now, sched.tz, row.cursor),
         )
-    return changes
+    return patch
 
 
 def _aware(value: datetime, what: str) -> datetime:

@@ -6,18 +6,21 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onthedot.domain.errors import ScheduleError
-from onthedot.domain.jobs import iso
+from onthedot.domain.jobs import JobFilter, JobState, iso
 
 if TYPE_CHECKING:
     from onthedot.schedules.registry import ScheduleRegistry
     from onthedot.storage.interface import Storage
 
 
+_ACTIVE = (JobState.QUEUED, JobState.RUNNING)
+
+
 def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: str) -> str:
     """The explanation of schedule `key` at `now`: its definition, ledger row, next slots,
     recent history, and a verdict."""
     declared = registry.declared()
-    row = storage.get_schedule_row(key)
+    row = next(iter(storage.list_schedule_rows([key])), None)
     sched = declared.get(key)
     if row is not None and row.source == "dynamic":
         sched = registry.definition_for(row)
@@ -88,7 +91,7 @@ def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: st
             reasons.append(f"it is paused{until}; slots in the pause are counted as missed")
         else:
             lines.append("  paused:      no")
-        active = storage.active_job_count(key)
+        active = storage.count_jobs(JobFilter(schedule_key=key, states=_ACTIVE))
         lines.append(f"  active jobs: {active} queued or running")
         if sched is not None and sched.overlap == "skip" and active:
             reasons.append("overlap=skip and a job of it is still queued or running")

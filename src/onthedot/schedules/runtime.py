@@ -24,7 +24,7 @@ from onthedot.domain.ledger import LedgerRow
 if TYPE_CHECKING:
     from onthedot.schedules.audit import AuditTrail
     from onthedot.schedules.registry import ScheduleRegistry
-    from onthedot.schedules.views import ScheduleViews
+    from onthedot.schedules.views import ScheduleView, ScheduleViews
     from onthedot.storage.interface import Storage
 
 POLICY_FIELDS = (
@@ -74,7 +74,7 @@ class RuntimeSchedules:
         return sched
 
     def _dynamic_row(self, key: str, verb: str) -> LedgerRow:
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -98,7 +98,7 @@ class RuntimeSchedules:
         *,
         actor: str | None = None,
         **policies: Any,
-    ) -> dict[str, Any]:
+    ) -> ScheduleView:
         """Create a runtime schedule. Validated like a declared one; nothing is stored when any
         problem is found (the error lists them all). Its first slot is the first after now."""
         unknown = set(policies) - set(POLICY_FIELDS)
@@ -110,7 +110,7 @@ class RuntimeSchedules:
         if (
             isinstance(key, str)
             and key not in self._registry.declared()
-            and self._storage().get_schedule_row(key) is not None
+            and self._storage().list_schedule_rows([key])
         ):
             raise ScheduleError(f"schedule {key!r} already exists: use update() or another key")
         decl = Declaration(
@@ -125,7 +125,7 @@ class RuntimeSchedules:
         )
         return self._views.get(key)
 
-    def update(self, key: str, *, actor: str | None = None, **changes: Any) -> dict[str, Any]:
+    def update(self, key: str, *, actor: str | None = None, **changes: Any) -> ScheduleView:
         """Change a runtime schedule. A timing change (spec or time zone) restarts its cursor at
         now: no slot of the new timing before the edit fires. Other changes apply at the next
         fire."""

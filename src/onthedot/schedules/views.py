@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import iso
+from onthedot.domain.payload import JsonValue
 from onthedot.schedules.explain import explain
 
 if TYPE_CHECKING:
@@ -16,6 +17,31 @@ if TYPE_CHECKING:
     from onthedot.domain.ledger import LedgerRow
     from onthedot.schedules.registry import ScheduleRegistry
     from onthedot.storage.interface import Storage
+
+
+class ScheduleView(TypedDict):
+    """The JSON object `schedules list --json` shows for one schedule (instants as ISO text)."""
+
+    key: str
+    spec: str | None
+    description: str | None
+    timezone: str | None
+    source: str
+    status: str  # active, pending, paused, removed, invalid
+    job: JsonValue
+    next: list[str]
+    last_slot: str | None
+    last_outcome: str | None
+    last_job_id: int | None
+    missed: int
+    coalesced: int
+    cursor: str | None
+    next_due_at: str | None
+    paused: bool
+    paused_until: str | None
+    paused_by: str | None
+    pause_note: str | None
+    problems: NotRequired[list[str]]  # why an invalid schedule is invalid
 
 
 class ScheduleViews:
@@ -32,9 +58,7 @@ class ScheduleViews:
         """The app's clock when it is fixed (tests), else the database clock."""
         return self._clock.fixed_now() or self._storage().db_now()
 
-    def view(
-        self, row: LedgerRow | None, sched: ScheduleDef | None, now: datetime
-    ) -> dict[str, Any]:
+    def view(self, row: LedgerRow | None, sched: ScheduleDef | None, now: datetime) -> ScheduleView:
         """The JSON object of `schedules list --json` for one schedule."""
         key = row.key if row is not None else (sched.key if sched else "")
         nexts: list[str] = []
@@ -77,7 +101,7 @@ class ScheduleViews:
             "pause_note": row.pause_note if row else None,
         }
 
-    def views(self) -> list[dict[str, Any]]:
+    def views(self) -> list[ScheduleView]:
         """Every schedule the code declares or the database holds, by key. One that fails
         validation is listed with status "invalid" and its `problems`; it never hides the
         others."""
@@ -94,7 +118,7 @@ class ScheduleViews:
             view = self.view(row, sched, now)
             if code and key in invalid:
                 decl = self._registry.declaration(key)
-                view.update(key=key, status="invalid", problems=invalid[key])
+                view["key"], view["status"], view["problems"] = key, "invalid", invalid[key]
                 view["spec"] = view["spec"] or (decl.spec if isinstance(decl.spec, str) else None)
                 view["timezone"] = view["timezone"] or (
                     decl.timezone if isinstance(decl.timezone, str) else None
@@ -106,9 +130,9 @@ class ScheduleViews:
             out.append(view)
         return out
 
-    def get(self, key: str) -> dict[str, Any]:
+    def get(self, key: str) -> ScheduleView:
         """One schedule (declared or runtime) as the JSON object `schedules list` shows."""
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         declared = self._registry.declared()
         if row is None and key not in declared:
             raise ScheduleError(f"no schedule with key {key!r}")
@@ -123,7 +147,7 @@ class ScheduleViews:
         declared = self._registry.declared()
         if key in declared:
             return declared[key]
-        row = self._storage().get_schedule_row(key)
+        row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             raise ScheduleError(f"no schedule with key {key!r}")
         sched = self._registry.definition_for(row)

@@ -24,6 +24,7 @@ from onthedot.domain.ledger import (
     SyncReport,
     TickPlan,
 )
+from onthedot.domain.payload import JsonObject
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -53,7 +54,7 @@ class WorkerRow:
     heartbeat_age: float  # seconds, by the database clock
     running_jobs: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         from onthedot.domain.jobs import iso
 
         return {
@@ -184,11 +185,9 @@ class Storage(Protocol):
     def ping(self) -> None:
         """Raise DatabaseUnavailable unless the database answers."""
 
-    def migrate(self) -> list[int]:
-        """Apply pending migrations; return the versions applied. Safe to run concurrently."""
-
-    def ensure_schema(self) -> None:
-        """Migrate now if this backend migrates itself on first use (SQLite); else nothing."""
+    def migrate(self, *, first_use: bool = False) -> list[int]:
+        """Apply pending migrations; return the versions applied. Safe to run concurrently.
+        With `first_use`, only on a backend that migrates itself on first use (SQLite)."""
 
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         """A wake-up for a worker idle on these queues: woken when their jobs may be ready."""
@@ -235,11 +234,9 @@ class Storage(Protocol):
     def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""
 
-    def set_worker_stopping(self, worker_id: str) -> None:
-        """Mark the worker as shutting down (shown in listings)."""
-
-    def deregister_worker(self, worker_id: str) -> None:
-        """Delete the worker's row."""
+    def deregister_worker(self, worker_id: str, *, stopping: bool = False) -> None:
+        """Delete the worker's row; with `stopping`, only mark it as shutting down (shown in
+        listings) until it is deleted."""
 
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
@@ -272,16 +269,11 @@ class Storage(Protocol):
     def queue_stats(self) -> list[QueueStats]:
         """Depth per state for each queue."""
 
-    def retry_job(self, job_id: int) -> Job:
-        """A failed or cancelled job is queued again now with fresh attempts. Raises
-        JobNotFound or InvalidJobState."""
-
-    def cancel_job(self, job_id: int) -> Job:
-        """A queued job becomes cancelled; a running job gets a cancellation request.
-        Raises JobNotFound or InvalidJobState (already finished)."""
-
-    def delete_job(self, job_id: int) -> bool:
-        """Delete a job that is not running. True if deleted. Raises InvalidJobState if running."""
+    def job_action(self, action: str, job_id: int) -> Job | None:
+        """Apply an operator's action to one job and return it afterwards (None once deleted):
+        `retry` queues a failed or cancelled job again now with fresh attempts; `cancel`
+        cancels a queued job or asks a running one to stop; `delete` deletes a job that is not
+        running. Raises JobNotFound, or InvalidJobState when the job's state forbids it."""
 
     def bulk_job_action(self, action: str, flt: JobFilter) -> int:
         """Apply `retry`, `cancel` or `delete` to every job matching the filter."""
@@ -335,14 +327,19 @@ class Storage(Protocol):
     def count_live_code_rows(self, keys: Sequence[str]) -> int:
         """How many of these keys have a code ledger row not marked removed."""
 
-    def get_schedule_row(self, key: str) -> LedgerRow | None:
-        """One ledger row."""
+    def list_schedule_rows(self, keys: Collection[str] | None = None) -> list[LedgerRow]:
+        """Every ledger row (with `keys`, those of these keys), by key."""
 
-    def list_schedule_rows(self) -> list[LedgerRow]:
-        """Every ledger row, by key."""
-
-    def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
-        """Slot history of a schedule, newest slot first, with each job's state."""
+    def slot_history(
+        self,
+        key: str,
+        *,
+        limit: int | None = 50,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> list[SlotRecord]:
+        """Slot history of a schedule, newest slot first, with each job's state; only slots
+        in [start, end] (None: unbounded); at most `limit` rows (None: all)."""
 
     def upsert_dynamic(self, row: LedgerRow) -> None:
         """Create or replace a dynamic schedule's definition (ledger row)."""
@@ -363,17 +360,8 @@ class Storage(Protocol):
     def delete_slot(self, key: str, slot: datetime, outcome: str) -> bool:
         """Delete one slot history row with the given outcome."""
 
-    def existing_slots(self, key: str, start: datetime, end: datetime) -> set[datetime]:
-        """Slot instants of the history in [start, end]."""
-
-    def oldest_slot(self, key: str) -> datetime | None:
-        """The oldest slot still in the history."""
-
     def add_audit(self, entry: AuditEntry) -> None:
         """Append to the audit log."""
 
     def list_audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
         """Audit entries, newest first."""
-
-    def active_job_count(self, key: str) -> int:
-        """Queued or running jobs of a schedule."""

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jinja2 import Environment
 from starlette.concurrency import run_in_threadpool
@@ -89,7 +89,7 @@ class Page:
     def url(self, path: str) -> str:
         return self.root + path
 
-    def render(self, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
+    def render(self, template: str, *, status: int = 200, **context: object) -> HTMLResponse:
         html = self.web.env.get_template(template).render(page=self, **context)
         return HTMLResponse(html, status_code=status)
 

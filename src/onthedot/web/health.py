@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from onthedot.domain.jobs import QueueStats
 from onthedot.storage.interface import WorkerRow
@@ -13,6 +13,7 @@ from onthedot.web.rendering import to_datetime
 
 if TYPE_CHECKING:
     from onthedot.app import App
+    from onthedot.schedules.views import ScheduleView
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 
@@ -21,7 +22,7 @@ STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 class Health:
     queues: list[QueueStats]
     workers: list[WorkerRow]
-    schedules: list[dict[str, Any]]
+    schedules: list[ScheduleView]
     lease: float
     late_after: float
     now: datetime
@@ -60,23 +61,23 @@ class Health:
         ages = [q.oldest_ready_age for q in self.queues if q.oldest_ready_age is not None]
         return max(ages) if ages else None
 
-    def late(self, view: dict[str, Any]) -> bool:
+    def late(self, view: ScheduleView) -> bool:
         return is_late(view, self.now, self.late_after)
 
     @property
-    def late_schedules(self) -> list[dict[str, Any]]:
+    def late_schedules(self) -> list[ScheduleView]:
         return [v for v in self.schedules if self.late(v)]
 
     @property
-    def paused_schedules(self) -> list[dict[str, Any]]:
+    def paused_schedules(self) -> list[ScheduleView]:
         return [v for v in self.schedules if v.get("status") == "paused"]
 
     @property
-    def invalid_schedules(self) -> list[dict[str, Any]]:
+    def invalid_schedules(self) -> list[ScheduleView]:
         return [v for v in self.schedules if v.get("status") == "invalid"]
 
 
-def is_late(view: dict[str, Any], now: datetime, late_after: float) -> bool:
+def is_late(view: ScheduleView, now: datetime, late_after: float) -> bool:
     """An active schedule whose next slot is overdue by more than `late_after` seconds: no
     worker running the scheduler is ticking it."""
     due = to_datetime(view.get("next_due_at"))

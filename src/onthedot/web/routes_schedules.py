@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from starlette.responses import Response
@@ -16,6 +15,7 @@ from onthedot.domain.definitions import MAX_KEY_LENGTH, ScheduleDef
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
 from onthedot.schedules.controls import BACKFILL_BOUND
+from onthedot.schedules.views import ScheduleView
 from onthedot.web.charts import timeline
 from onthedot.web.forms import (
     BadInput,
@@ -40,11 +40,11 @@ def _key(pg: Page) -> str:
     return key
 
 
-def _view(pg: Page, key: str) -> dict[str, Any]:
+def _view(pg: Page, key: str) -> ScheduleView:
     """The schedule as `schedules list` shows it; from the tolerant listing when the code
     declares an invalid schedule (then `get` refuses)."""
     try:
-        found: dict[str, Any] | None = pg.app.schedules.get(key)
+        found: ScheduleView | None = pg.app.schedules.get(key)
     except ScheduleError:
         found = None
     if found is not None and found["status"] != "invalid":
@@ -62,7 +62,7 @@ def _definition(pg: Page, key: str) -> ScheduleDef | None:
         return None
 
 
-def _zone(view: dict[str, Any]) -> ZoneInfo:
+def _zone(view: ScheduleView) -> ZoneInfo:
     try:
         return ZoneInfo(view.get("timezone") or "UTC")
     except (ValueError, KeyError, OSError):
@@ -116,7 +116,7 @@ def schedule_page(pg: Page) -> Response:
     )
 
 
-def _edit_values(view: dict[str, Any], sched: ScheduleDef | None) -> dict[str, object]:
+def _edit_values(view: ScheduleView, sched: ScheduleDef | None) -> dict[str, object]:
     """The edit form's initial values: the stored definition of a runtime schedule."""
     values: dict[str, object] = {
         "spec": view.get("spec") or "",

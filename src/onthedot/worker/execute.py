@@ -10,7 +10,7 @@ from typing import TypeVar
 from onthedot.context import JobContext, reset_current, set_current
 from onthedot.domain.errors import JobNotRegistered, JobTimeout
 from onthedot.domain.jobs import ClaimedJob, Outcome, OutcomeKind
-from onthedot.domain.payload import check_json
+from onthedot.domain.payload import JsonValue, check_json
 from onthedot.domain.retry import Backoff
 
 _MAX_ERROR = 2000
@@ -42,13 +42,14 @@ def _format_traceback(exc: BaseException) -> str:
 
 
 def success(job: ClaimedJob, result: object) -> Outcome:
+    stored: JsonValue = None
     if result is not None:
         try:
-            check_json(result, "result")
+            stored = check_json(result, "result")
         except BaseException:  # not JSON, or an object whose repr raises while checking
             # The work is done; a result we cannot store must not make it run again.
-            result = {"repr": _text(result, repr)[:_MAX_ERROR], "note": "result was not JSON"}
-    return Outcome(job.id, OutcomeKind.SUCCEEDED, result=result, attempt=job.attempt)
+            stored = {"repr": _text(result, repr)[:_MAX_ERROR], "note": "result was not JSON"}
+    return Outcome(job.id, OutcomeKind.SUCCEEDED, result=stored, attempt=job.attempt)
 
 
 def failure(

@@ -240,7 +240,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         try:
-            self.storage.set_worker_stopping(self.id)
+            self.storage.deregister_worker(self.id, stopping=True)
         except OnthedotError:
             pass
         self._give_back()

@@ -33,7 +33,7 @@ def test_heartbeat_returns_cancel_requests(storage: Storage) -> None:
     a, b = storage.at(T0).enqueue([new_job("h"), new_job("h")])
     storage.at(T0).claim_jobs("w1", "default", 2, 30)
     assert storage.at(at(1)).heartbeat("w1", 30) == set()
-    storage.at(at(2)).cancel_job(b)
+    storage.at(at(2)).job_action("cancel", b)
     assert job(storage, b).cancel_requested and job(storage, b).state is JobState.RUNNING
     assert storage.at(at(3)).heartbeat("w1", 30) == {b}
     assert storage.at(at(3)).heartbeat("w2", 30) == set()
@@ -124,7 +124,7 @@ def test_worker_rows(storage: Storage) -> None:
     assert w1.to_json()["queues"] == ["a", "b"]
 
     storage.at(at(14)).heartbeat("w1", 30)
-    storage.set_worker_stopping("w1")
+    storage.deregister_worker("w1", stopping=True)
     w1 = next(w for w in storage.at(at(15)).list_workers() if w.id == "w1")
     assert (w1.heartbeat_at, w1.heartbeat_age, w1.stopping) == (at(14), 1.0, True)
 

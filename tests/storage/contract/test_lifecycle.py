@@ -1,4 +1,4 @@
-"""Lifecycle verbs, called directly: ping, ensure_schema, the clock views and wake-ups."""
+"""Lifecycle verbs, called directly: ping, migrate, the clock views and wake-ups."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from onthedot.storage.interface import Storage
 from tests.storage.contract.conftest import T0, at, job, new_job
 
 
-def test_ping_and_ensure_schema(storage: Storage) -> None:
+def test_ping_and_migrate_on_first_use(storage: Storage) -> None:
     storage.ping()
-    storage.ensure_schema()  # migrated already: nothing to do, on every backend
+    # Migrated already: nothing to do, on every backend (and never anything on PostgreSQL).
+    assert storage.migrate(first_use=True) == []
+    assert storage.migrate() == []
     current, latest = storage.schema_version()
     assert current == latest >= 1
 

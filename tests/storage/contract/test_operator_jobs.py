@@ -4,12 +4,33 @@ from __future__ import annotations
 
 import pytest
 
-from onthedot import InvalidJobState, JobFilter, JobNotFound, JobState
+from onthedot import InvalidJobState, Job, JobFilter, JobNotFound, JobState
 from onthedot.domain.jobs import Outcome, OutcomeKind
 from onthedot.storage.interface import Storage
 from tests.storage.contract.conftest import T0, at, job, new_job, succeed
 
 MISSING = 987_654
+
+
+def retry(storage: Storage, job_id: int) -> Job:
+    retried = storage.job_action("retry", job_id)
+    assert retried is not None
+    return retried
+
+
+def cancel(storage: Storage, job_id: int) -> Job:
+    cancelled = storage.job_action("cancel", job_id)
+    assert cancelled is not None
+    return cancelled
+
+
+def delete(storage: Storage, job_id: int) -> bool:
+    """True if deleted, False if there was no such job (as `App.delete_job`)."""
+    try:
+        assert storage.job_action("delete", job_id) is None
+    except JobNotFound:
+        return False
+    return True
 
 
 def _in_state(storage: Storage, state: JobState, **fields: object) -> int:
@@ -37,7 +58,7 @@ def test_get_job_of_unknown_id(storage: Storage) -> None:
 @pytest.mark.parametrize("state", [JobState.FAILED, JobState.CANCELLED])
 def test_retry_job(storage: Storage, state: JobState) -> None:
     job_id = _in_state(storage, state, max_attempts=1)
-    retried = storage.at(at(100)).retry_job(job_id)
+    retried = retry(storage.at(at(100)), job_id)
     assert (retried.id, retried.state, retried.attempts, retried.run_at) == (
         job_id,
         JobState.QUEUED,
@@ -54,7 +75,7 @@ def test_retry_job_refused(storage: Storage) -> None:
     for state in (JobState.QUEUED, JobState.RUNNING, JobState.SUCCEEDED):
         job_id = _in_state(storage, state)
         with pytest.raises(InvalidJobState) as info:
-            storage.at(at(2)).retry_job(job_id)
+            retry(storage.at(at(2)), job_id)
         assert str(info.value) == (
             f"job {job_id} is {state}: only failed or cancelled jobs can be retried"
         )
@@ -63,23 +84,31 @@ def test_retry_job_refused(storage: Storage) -> None:
 
 def test_operator_verbs_on_unknown_job(storage: Storage) -> None:
     with pytest.raises(JobNotFound, match=f"^no job with id {MISSING}$"):
-        storage.at(T0).retry_job(MISSING)
+        retry(storage.at(T0), MISSING)
     with pytest.raises(JobNotFound, match=f"^no job with id {MISSING}$"):
-        storage.at(T0).cancel_job(MISSING)
-    assert storage.delete_job(MISSING) is False
+        cancel(storage.at(T0), MISSING)
+    assert delete(storage, MISSING) is False
+
+
+def test_job_action_unknown(storage: Storage) -> None:
+    job_id = _in_state(storage, JobState.QUEUED)
+    with pytest.raises(ValueError) as info:
+        storage.job_action("pause", job_id)
+    assert str(info.value) == "unknown job action 'pause': use retry, cancel or delete"
+    assert job(storage, job_id).state is JobState.QUEUED
 
 
 def test_cancel_job(storage: Storage) -> None:
     queued = _in_state(storage, JobState.QUEUED)
-    cancelled = storage.at(at(5)).cancel_job(queued)
+    cancelled = cancel(storage.at(at(5)), queued)
     assert (cancelled.state, cancelled.finished_at) == (JobState.CANCELLED, at(5))
     assert storage.at(at(6)).claim_jobs("w", f"st-{JobState.QUEUED}", 1, 30) == []
 
     running = _in_state(storage, JobState.RUNNING)
-    requested = storage.at(at(5)).cancel_job(running)
+    requested = cancel(storage.at(at(5)), running)
     assert (requested.state, requested.cancel_requested) == (JobState.RUNNING, True)
     assert requested.finished_at is None
-    again = storage.at(at(6)).cancel_job(running)  # asking twice is harmless
+    again = cancel(storage.at(at(6)), running)  # asking twice is harmless
     assert again.cancel_requested and again.state is JobState.RUNNING
 
 
@@ -87,7 +116,7 @@ def test_cancel_job_refused_when_finished(storage: Storage) -> None:
     for state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED):
         job_id = _in_state(storage, state)
         with pytest.raises(InvalidJobState) as info:
-            storage.at(at(2)).cancel_job(job_id)
+            cancel(storage.at(at(2)), job_id)
         assert str(info.value) == (
             f"job {job_id} is already {state}: only queued or running jobs can be cancelled"
         )
@@ -97,12 +126,12 @@ def test_cancel_job_refused_when_finished(storage: Storage) -> None:
 def test_delete_job(storage: Storage) -> None:
     for state in (JobState.QUEUED, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED):
         job_id = _in_state(storage, state)
-        assert storage.delete_job(job_id) is True
+        assert delete(storage, job_id) is True
         assert storage.get_job(job_id) is None
-        assert storage.delete_job(job_id) is False
+        assert delete(storage, job_id) is False
     running = _in_state(storage, JobState.RUNNING)
     with pytest.raises(InvalidJobState, match=f"^job {running} is running: cancel it first"):
-        storage.delete_job(running)
+        delete(storage, running)
     assert job(storage, running).state is JobState.RUNNING
 
 
@@ -155,6 +184,16 @@ def test_list_and_count_filters(storage: Storage, population: dict[str, list[int
         ({"search": "Error:"}, population["failed"]),
         ({"search": "no such text"}, []),
         ({"search": "example.com", "state": JobState.SUCCEEDED}, [population["mail"][2]]),
+        ({"states": (JobState.FAILED,)}, population["failed"]),
+        (
+            {"queue": "mail", "states": (JobState.FAILED, JobState.SUCCEEDED)},
+            population["mail"][:3],
+        ),
+        (
+            {"schedule_key": "nightly", "states": (JobState.QUEUED, JobState.RUNNING)},
+            population["sched"],
+        ),
+        ({"schedule_key": "nightly", "states": (JobState.RUNNING,)}, []),
     ]
     for filters, expected in cases:
         assert _ids(storage, **filters) == sorted(expected, reverse=True), filters
@@ -264,7 +303,7 @@ def test_retry_refused_while_the_unique_key_is_taken_again(storage: Storage) -> 
     storage.at(at(1)).finish_jobs("w", [Outcome(first, OutcomeKind.FAILED, error="E")])
     (second,) = storage.at(at(2)).enqueue([new_job("u", unique_key="k")])
     with pytest.raises(InvalidJobState) as info:
-        storage.at(at(3)).retry_job(first)
+        retry(storage.at(at(3)), first)
     assert str(info.value) == (
         f"job {first} cannot be retried: job {second} with its unique_key 'k' is queued or running"
     )
@@ -285,4 +324,4 @@ def test_retry_refused_while_the_unique_key_is_taken_again(storage: Storage) -> 
     assert states == [JobState.FAILED, JobState.QUEUED, JobState.QUEUED]
     assert storage.at(at(6)).bulk_job_action("retry", JobFilter()) == 0
     with pytest.raises(InvalidJobState, match=f"job {second} with its unique_key"):
-        storage.at(at(7)).retry_job(first)
+        retry(storage.at(at(7)), first)

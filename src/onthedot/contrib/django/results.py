@@ -22,7 +22,7 @@ STATUS: dict[JobState, TaskResultStatus] = {
 
 def task_result(job: Job, task: Task[Any, Any], backend: str = "default") -> TaskResult[Any]:
     """The TaskResult of `job` (a job of the Django task job, run as `task`)."""
-    _, args, kwargs = job.args
+    _, args, kwargs = cast(list[Any], job.args)  # [task path, args, kwargs], as enqueued
     result: TaskResult[Any] = TaskResult(
         task=task,
         id=str(job.id),

@@ -29,7 +29,7 @@ def enqueue_copy(
     ids = [r[0] for r in conn.execute(Q["allocate_ids"], {"n": len(jobs)}).fetchall()]
     start = now or conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
     created = start.isoformat()
-    shared: dict[tuple[Any, ...], tuple[str, str]] = {}
+    shared: dict[tuple[object, ...], tuple[str, str]] = {}
     lines: list[str] = []
     with conn.cursor() as cur, cur.copy(Q["enqueue_copy"]) as copy:
         for job_id, job in zip(ids, jobs, strict=True):

@@ -293,12 +293,12 @@ SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
 -- ---------------------------------------------------------------------------------------------
 -- Schedules: ledger, slot history, generations, audit
 
--- name: get_schedule_row
+-- name: schedule_rows_of
 SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
        removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
        coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
        repaired_reason, created_at, updated_at
-FROM onthedot_schedules WHERE key = %(key)s;
+FROM onthedot_schedules WHERE key = ANY(%(keys)s::text[]) ORDER BY key;
 
 -- name: list_schedule_rows
 SELECT key, source, fingerprint, spec, timezone, "cursor", next_due_at, generation, definition,
@@ -473,11 +473,14 @@ ledger AS (
 SELECT ord, job_id FROM done;
 
 -- name: slot_history
+-- start, end: NULL for no bound; limit: NULL for every row.
 SELECT h.schedule_key, h.slot, h.outcome, h.job_id, h.recorded_at, h.actor, h.note, j.state
 FROM onthedot_slots h LEFT JOIN onthedot_jobs j ON j.id = h.job_id
 WHERE h.schedule_key = %(key)s
+  AND (%(start)s::timestamptz IS NULL OR h.slot >= %(start)s::timestamptz)
+  AND (%(end)s::timestamptz IS NULL OR h.slot <= %(end)s::timestamptz)
 ORDER BY h.slot DESC
-LIMIT %(limit)s;
+LIMIT %(limit)s::bigint;
 
 -- name: record_slot
 INSERT INTO onthedot_slots (schedule_key, slot, outcome, job_id, recorded_at, actor, note)
@@ -489,13 +492,6 @@ RETURNING recorded_at;
 -- name: delete_slot
 DELETE FROM onthedot_slots WHERE schedule_key = %(key)s AND slot = %(slot)s AND outcome = %(outcome)s;
 
--- name: existing_slots
-SELECT slot FROM onthedot_slots
-WHERE schedule_key = %(key)s AND slot >= %(start)s AND slot <= %(end)s;
-
--- name: oldest_slot
-SELECT min(slot) FROM onthedot_slots WHERE schedule_key = %(key)s;
-
 -- name: add_audit
 INSERT INTO onthedot_audit (at, actor, action, schedule_key, note, details)
 VALUES (COALESCE(%(at)s::timestamptz, now()), %(actor)s, %(action)s, %(key)s, %(note)s,
@@ -506,9 +502,6 @@ SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
 WHERE %(key)s::text IS NULL OR schedule_key = %(key)s
 ORDER BY id DESC
 LIMIT %(limit)s;
-
--- name: active_job_count
-SELECT count(*) FROM onthedot_jobs WHERE schedule_key = %(key)s AND state IN ('queued', 'running');
 
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = now()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from psycopg.rows import tuple_row
 
@@ -15,7 +14,7 @@ from onthedot.storage.sqlfile import load_queries
 Q = load_queries("postgres")
 
 
-def job_params(job: NewJob, now: datetime | None) -> dict[str, Any]:
+def job_params(job: NewJob, now: datetime | None) -> dict[str, object]:
     args, kwargs = job.encoded()
     return {
         "name": job.name,

@@ -24,6 +24,7 @@ from onthedot.storage.postgres.rows import enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
+from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.wakeup import Wakeup
 
@@ -112,9 +113,6 @@ class PostgresStorage(SqlStorage):
         self._ensure_open()  # a view shares the pool: open it once, here, for both
         return super().at(now)
 
-    def ensure_schema(self) -> None:
-        """PostgreSQL is migrated by `onthedot migrate`, never on first use."""
-
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         return PostgresWakeup(self._connect_listener, set(queues))
 
@@ -156,7 +154,9 @@ class PostgresStorage(SqlStorage):
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
 
-    def migrate(self) -> list[int]:
+    def migrate(self, *, first_use: bool = False) -> list[int]:
+        if first_use:
+            return []  # PostgreSQL is migrated by `onthedot migrate`, never on first use
         applied: list[int] = []
         with self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -204,7 +204,7 @@ class PostgresStorage(SqlStorage):
         if queues:
             conn.execute(Q["notify_queues"], {"queues": queues})
 
-    def _due_rows(self, raw: list[Any]) -> Iterable[DueRow]:
+    def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
         # Rows are made one at a time as the decider reads them, so each dies young.
         return map(DueRow._make, raw)
 

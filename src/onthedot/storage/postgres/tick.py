@@ -36,7 +36,7 @@ def _template_of(job: NewJob) -> JobTemplate:
     )
 
 
-def _extra(p: TickPlan) -> tuple[Any, ...]:
+def _extra(p: TickPlan) -> tuple[object, ...]:
     """The rarely set ledger values of a plan: unpause, remove and the repaired timing."""
     rep = p.repair
     if rep is None:
@@ -44,7 +44,7 @@ def _extra(p: TickPlan) -> tuple[Any, ...]:
     return (p.unpause, p.remove, rep.fingerprint, rep.spec, rep.timezone, rep.repaired_reason)
 
 
-def _slot_group(i: int, g: tuple[Any, ...]) -> dict[str, Any]:
+def _slot_group(i: int, g: tuple[Any, ...]) -> dict[str, object]:
     slot, outcome, t, run_at, lock_key = g
     return {
         "i": i,
@@ -62,7 +62,7 @@ def _slot_group(i: int, g: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def _plan_group(i: int, g: tuple[Any, ...]) -> dict[str, Any]:
+def _plan_group(i: int, g: tuple[Any, ...]) -> dict[str, object]:
     cursor, next_due, missed, missed_from, missed_to, coalesced, extra = g
     unpause, remove, fingerprint, spec, timezone, reason = extra or (False, False, *[None] * 4)
     return {
@@ -93,11 +93,11 @@ def write_tick(
     skeys: list[str] = []
     sgi: list[int] = []
     taken: list[tuple[str, datetime, str]] = []  # (key, slot, outcome) by input order
-    sgroups: dict[tuple[Any, ...], int] = {}
+    sgroups: dict[tuple[object, ...], int] = {}
     pkeys: list[str] = []
     pgi: list[int] = []
     pni: list[int] = []  # ordinal (1-based) of each plan's newest slot, 0: none
-    pgroups: dict[tuple[Any, ...], int] = {}
+    pgroups: dict[tuple[object, ...], int] = {}
     for p in plans:
         key = p.key
         newest, newest_slot = 0, None
@@ -105,7 +105,7 @@ def write_tick(
             template = ps.template
             if template is None and ps.job is not None:
                 template = _template_of(ps.job)
-            sg: tuple[Any, ...] = (ps.slot, ps.outcome, template, ps.run_at, ps.lock_key)
+            sg: tuple[object, ...] = (ps.slot, ps.outcome, template, ps.run_at, ps.lock_key)
             i = sgroups.get(sg)
             if i is None:
                 i = sgroups[sg] = len(sgroups)

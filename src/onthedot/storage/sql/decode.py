@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob, Job, JobState
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
+from onthedot.domain.payload import JsonObject
 from onthedot.storage.interface import WorkerRow
 from onthedot.storage.sql.dialect import Dialect, Row
 
 
-def _utc_z(entry: dict[str, Any]) -> dict[str, Any]:
+def _utc_z(entry: JsonObject) -> JsonObject:
     """Error-history instants read `...Z` on every backend."""
     at = entry.get("at")
     if isinstance(at, str) and at.endswith("+00:00"):
@@ -44,7 +43,7 @@ def claimed(d: Dialect, rows: list[Row]) -> list[ClaimedJob]:
     ]
 
 
-def job(d: Dialect, r: Sequence[Any]) -> Job:
+def job(d: Dialect, r: Row) -> Job:
     return Job(
         id=r[0],
         name=r[1],
@@ -72,7 +71,7 @@ def job(d: Dialect, r: Sequence[Any]) -> Job:
     )
 
 
-def worker(d: Dialect, r: Sequence[Any]) -> WorkerRow:
+def worker(d: Dialect, r: Row) -> WorkerRow:
     return WorkerRow(
         id=r[0],
         hostname=r[1],
@@ -89,7 +88,7 @@ def worker(d: Dialect, r: Sequence[Any]) -> WorkerRow:
     )
 
 
-def ledger_row(d: Dialect, r: Sequence[Any]) -> LedgerRow:
+def ledger_row(d: Dialect, r: Row) -> LedgerRow:
     return LedgerRow(
         key=r[0],
         source=r[1],
@@ -119,11 +118,11 @@ def ledger_row(d: Dialect, r: Sequence[Any]) -> LedgerRow:
     )
 
 
-def slot_record(d: Dialect, r: Sequence[Any]) -> SlotRecord:
+def slot_record(d: Dialect, r: Row) -> SlotRecord:
     return SlotRecord(r[0], d.dt(r[1]), r[2], r[3], d.opt_dt(r[4]), r[5], r[6], r[7])
 
 
-def audit(d: Dialect, r: Sequence[Any]) -> AuditEntry:
+def audit(d: Dialect, r: Row) -> AuditEntry:
     return AuditEntry(
         actor=r[2],
         action=r[3],

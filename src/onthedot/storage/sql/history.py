@@ -18,10 +18,24 @@ _TIME_COLUMNS = frozenset(
 
 
 class HistoryVerbs(SqlBase):
-    def slot_history(self, key: str, *, limit: int = 50) -> list[SlotRecord]:
+    def slot_history(
+        self,
+        key: str,
+        *,
+        limit: int | None = 50,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> list[SlotRecord]:
+        d = self.d
+        params = {
+            "key": key,
+            "limit": limit,
+            "start": None if start is None else d.slot(start),
+            "end": None if end is None else d.slot(end),
+        }
         with self._read() as conn:
-            rows = self._run(conn, "slot_history", {"key": key, "limit": limit}).fetchall()
-        return [decode.slot_record(self.d, r) for r in rows]
+            rows = self._run(conn, "slot_history", params).fetchall()
+        return [decode.slot_record(d, r) for r in rows]
 
     def upsert_dynamic(self, row: LedgerRow) -> None:
         d = self.d
@@ -102,17 +116,6 @@ class HistoryVerbs(SqlBase):
         with self._write() as conn:
             return int(self._run(conn, "delete_slot", params).rowcount) > 0
 
-    def existing_slots(self, key: str, start: datetime, end: datetime) -> set[datetime]:
-        params = {"key": key, "start": self.d.slot(start), "end": self.d.slot(end)}
-        with self._read() as conn:
-            rows = self._run(conn, "existing_slots", params).fetchall()
-        return {self.d.dt(r[0]) for r in rows}
-
-    def oldest_slot(self, key: str) -> datetime | None:
-        with self._read() as conn:
-            row = self._one(conn, "oldest_slot", {"key": key})
-        return self.d.opt_dt(row[0]) if row else None
-
     def add_audit(self, entry: AuditEntry) -> None:
         params = {
             "at": self.d.now(self._fixed(entry.at)),
@@ -129,8 +132,3 @@ class HistoryVerbs(SqlBase):
         with self._read() as conn:
             rows = self._run(conn, "list_audit", {"key": key, "limit": limit}).fetchall()
         return [decode.audit(self.d, r) for r in rows]
-
-    def active_job_count(self, key: str) -> int:
-        with self._read() as conn:
-            row = self._one(conn, "active_job_count", {"key": key})
-        return int(row[0]) if row else 0

@@ -10,6 +10,7 @@ from onthedot.domain.jobs import ClaimedJob, NewJob, Outcome, OutcomeKind, iso
 from onthedot.storage.interface import CallerConnection
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
+from onthedot.storage.sql.dialect import Row
 
 OUTCOME_STATE = {
     OutcomeKind.SUCCEEDED: "succeeded",
@@ -45,7 +46,7 @@ class JobVerbs(SqlBase):
             "lease": lease,
             "now": self.d.now(self._fixed()),
         }
-        rows: list[Any] = []
+        rows: list[Row] = []
         for attempt in range(3):
             try:
                 with self._write() as conn:
@@ -109,7 +110,7 @@ class JobVerbs(SqlBase):
         *,
         held: Collection[int] | None = None,
     ) -> set[int]:
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "worker_id": worker_id,
             "lease": lease,
             "now": self.d.now(self._fixed()),

@@ -3,7 +3,7 @@ them, reads, decides and applies; the storage never calls back up."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -46,7 +46,7 @@ class SqlSync:
         if report.removals:
             d.batch(conn, "ledger_remove", [{"key": k} for k in report.removals], shared)
 
-    def _timing(self, row: LedgerRow) -> dict[str, Any]:
+    def _timing(self, row: LedgerRow) -> dict[str, object]:
         d = self._storage.d
         return {
             "key": row.key,
@@ -170,12 +170,11 @@ class LedgerVerbs(SqlBase):
             row = self._one(conn, "count_live_code_rows", {"keys": self.d.array(list(keys))})
         return int(row[0]) if row else 0
 
-    def get_schedule_row(self, key: str) -> LedgerRow | None:
+    def list_schedule_rows(self, keys: Collection[str] | None = None) -> list[LedgerRow]:
         with self._read() as conn:
-            row = self._one(conn, "get_schedule_row", {"key": key})
-        return decode.ledger_row(self.d, row) if row else None
-
-    def list_schedule_rows(self) -> list[LedgerRow]:
-        with self._read() as conn:
-            rows = self._run(conn, "list_schedule_rows", {}).fetchall()
+            if keys is None:
+                rows = self._run(conn, "list_schedule_rows", {}).fetchall()
+            else:
+                found = self._run(conn, "schedule_rows_of", {"keys": self.d.array(list(keys))})
+                rows = found.fetchall()
         return [decode.ledger_row(self.d, r) for r in rows]

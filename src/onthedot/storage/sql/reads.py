@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from onthedot.domain.errors import InvalidJobState, JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, QueueStats
@@ -16,11 +15,13 @@ _BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"
 
 
 class ReadVerbs(SqlBase):
-    def _filtered(self, name: str, flt: JobFilter, *, keyset: bool) -> tuple[str, dict[str, Any]]:
+    def _filtered(
+        self, name: str, flt: JobFilter, *, keyset: bool
+    ) -> tuple[str, dict[str, object]]:
         """The named statement with the filter's conditions in place of `{filter}`."""
         p = self.d.param
         clauses: list[str] = []
-        params: dict[str, Any] = {}
+        params: dict[str, object] = {}
         for column, value in (
             ("state", None if flt.state is None else str(flt.state)),
             ("queue", flt.queue),
@@ -30,6 +31,10 @@ class ReadVerbs(SqlBase):
             if value:
                 clauses.append(f"{column} = {p(column)}")
                 params[column] = value
+        if flt.states:
+            names = [f"state_{i}" for i in range(len(flt.states))]
+            clauses.append(f"state IN ({', '.join(p(n) for n in names)})")
+            params.update(zip(names, (str(s) for s in flt.states), strict=True))
         if flt.search:
             # Arguments are searched as JSON text: also look for the term as JSON spells it
             # inside a string (quotes and backslashes escaped, non-ASCII as \uXXXX on SQLite).
@@ -93,7 +98,17 @@ class ReadVerbs(SqlBase):
         assert job is not None
         return job
 
-    def retry_job(self, job_id: int) -> Job:
+    def job_action(self, action: str, job_id: int) -> Job | None:
+        if action == "retry":
+            return self._retry(job_id)
+        if action == "cancel":
+            return self._cancel(job_id)
+        if action == "delete":
+            self._delete(job_id)
+            return None
+        raise ValueError(f"unknown job action {action!r}: use retry, cancel or delete")
+
+    def _retry(self, job_id: int) -> Job:
         try:
             with self._tx() as conn:
                 params = {"id": job_id, "now": self.d.now(self._fixed())}
@@ -117,7 +132,7 @@ class ReadVerbs(SqlBase):
             "or running"
         )
 
-    def cancel_job(self, job_id: int) -> Job:
+    def _cancel(self, job_id: int) -> Job:
         with self._tx() as conn:
             params = {"id": job_id, "now": self.d.now(self._fixed())}
             if (
@@ -130,13 +145,11 @@ class ReadVerbs(SqlBase):
                 )
         return self._reread(job_id)
 
-    def delete_job(self, job_id: int) -> bool:
+    def _delete(self, job_id: int) -> None:
         with self._tx() as conn:
             if self._one(conn, "delete_job", {"id": job_id}) is not None:
-                return True
-            row = self._one(conn, "job_state", {"id": job_id})
-        if row is None:
-            return False
+                return
+            self._job_state(conn, job_id)  # JobNotFound when there is no such job
         raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
 
     def bulk_job_action(self, action: str, flt: JobFilter) -> int:

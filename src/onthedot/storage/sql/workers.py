@@ -32,13 +32,10 @@ class WorkerVerbs(SqlBase):
                 },
             )
 
-    def set_worker_stopping(self, worker_id: str) -> None:
+    def deregister_worker(self, worker_id: str, *, stopping: bool = False) -> None:
+        name = "set_worker_stopping" if stopping else "deregister_worker"
         with self._write() as conn:
-            self._run(conn, "set_worker_stopping", {"worker_id": worker_id})
-
-    def deregister_worker(self, worker_id: str) -> None:
-        with self._write() as conn:
-            self._run(conn, "deregister_worker", {"worker_id": worker_id})
+            self._run(conn, name, {"worker_id": worker_id})
 
     def list_workers(self) -> list[WorkerRow]:
         with self._read() as conn:

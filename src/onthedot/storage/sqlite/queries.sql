@@ -244,12 +244,12 @@ SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
 -- ---------------------------------------------------------------------------------------------
 -- Schedules: ledger, slot history, generations, audit
 
--- name: get_schedule_row
+-- name: schedule_rows_of
 SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
        removed_at, paused, paused_until, paused_at, paused_by, pause_note, missed_total,
        coalesced_total, last_missed_from, last_missed_to, last_slot, last_outcome, last_job_id,
        repaired_reason, created_at, updated_at
-FROM onthedot_schedules WHERE key = :key;
+FROM onthedot_schedules WHERE key IN (SELECT value FROM json_each(:keys)) ORDER BY key;
 
 -- name: list_schedule_rows
 SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, generation, definition,
@@ -360,20 +360,16 @@ SET cursor = :cursor,
 WHERE key = :key;
 
 -- name: slot_history
+-- start, end: NULL for no bound; limit: NULL for every row.
 SELECT h.schedule_key, h.slot, h.outcome, h.job_id, h.recorded_at, h.actor, h.note, j.state
 FROM onthedot_slots h LEFT JOIN onthedot_jobs j ON j.id = h.job_id
-WHERE h.schedule_key = :key
+WHERE h.schedule_key = :key AND (:start IS NULL OR h.slot >= :start)
+  AND (:end IS NULL OR h.slot <= :end)
 ORDER BY h.slot DESC
-LIMIT :limit;
+LIMIT coalesce(:limit, -1);
 
 -- name: delete_slot
 DELETE FROM onthedot_slots WHERE schedule_key = :key AND slot = :slot AND outcome = :outcome;
-
--- name: existing_slots
-SELECT slot FROM onthedot_slots WHERE schedule_key = :key AND slot >= :start AND slot <= :end;
-
--- name: oldest_slot
-SELECT min(slot) FROM onthedot_slots WHERE schedule_key = :key;
 
 -- name: add_audit
 INSERT INTO onthedot_audit (at, actor, action, schedule_key, note, details)
@@ -384,9 +380,6 @@ SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
 WHERE :key IS NULL OR schedule_key = :key
 ORDER BY id DESC
 LIMIT :limit;
-
--- name: active_job_count
-SELECT count(*) FROM onthedot_jobs WHERE schedule_key = :key AND state IN ('queued', 'running');
 
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now

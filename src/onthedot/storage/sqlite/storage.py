@@ -25,6 +25,7 @@ from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.core import SqlStorage
+from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.sqlite.dialect import SqliteDialect
 from onthedot.storage.sqlite.tick import insert_job, write_tick
@@ -194,7 +195,7 @@ class SqliteStorage(SqlStorage):
         return from_ts(time.time())
 
     # -- schema -------------------------------------------------------------------------------
-    def migrate(self) -> list[int]:
+    def migrate(self, *, first_use: bool = False) -> list[int]:
         conn = self._raw()
         applied: list[int] = []
         with self._write_lock:
@@ -226,9 +227,6 @@ class SqliteStorage(SqlStorage):
         if self.memory:
             self._raw()  # a view must share the one in-memory database, so make it first
         return super().at(now)
-
-    def ensure_schema(self) -> None:
-        self.migrate()
 
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         return SqliteWakeup(self.path)
@@ -286,7 +284,7 @@ class SqliteStorage(SqlStorage):
     def _notify(self, conn: sqlite3.Connection, queues: Iterable[str]) -> None:
         """Nothing to send: other processes see the commit through `PRAGMA data_version`."""
 
-    def _due_rows(self, raw: list[Any]) -> Iterable[DueRow]:
+    def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
         loads = json.loads
         return [
             DueRow(

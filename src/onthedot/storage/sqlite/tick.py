@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import TickPlan
@@ -78,7 +77,7 @@ def write_tick(
 
 def _ledger_params(
     p: TickPlan, last: tuple[datetime, str, int | None] | None, generation: int, now: float
-) -> dict[str, Any]:
+) -> dict[str, object]:
     rep = p.repair
     return {
         "key": p.key,
