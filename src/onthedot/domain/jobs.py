@@ -51,6 +51,10 @@ class NewJob:
         )
 
 
+# The unique key of an operator's "run now" job: MANUAL_PREFIX + schedule key + ":" + instant.
+MANUAL_PREFIX = "onthedot:manual:"
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
     """A job a worker claimed: state `running`, leased to that worker."""
@@ -65,6 +69,7 @@ class ClaimedJob:
     timeout: float | None
     schedule_key: str | None
     slot: datetime | None
+    manual: bool = False  # an operator's "run now" (its unique key starts with MANUAL_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobState
+from onthedot.domain.jobs import MANUAL_PREFIX, ClaimedJob, Job, JobState
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
 from onthedot.storage.interface import WorkerRow
 from onthedot.storage.sql.dialect import Dialect, Row
@@ -26,7 +26,17 @@ def claimed(d: Dialect, rows: list[Row]) -> list[ClaimedJob]:
     loads = json.loads
     return [
         ClaimedJob(
-            r[0], r[1], loads(r[2]), loads(r[3]), r[4], r[5], r[6], r[7], r[8], d.opt_dt(r[9])
+            r[0],
+            r[1],
+            loads(r[2]),
+            loads(r[3]),
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            d.opt_dt(r[9]),
+            bool(r[12]) and str(r[12]).startswith(MANUAL_PREFIX),
         )
         for r in rows
     ]
