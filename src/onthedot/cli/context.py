@@ -62,6 +62,13 @@ class Context:
         config = app.database
         path = config.path if config.backend == "sqlite" else None
         if path and path != ":memory:" and not Path(path).exists():
+            folder = Path(path).resolve().parent
+            if not folder.is_dir():
+                raise click.ClickException(
+                    f"no database at {Path(path).resolve()} ({config.display}): folder "
+                    f"{folder} does not exist; pass the right --database or "
+                    "$ONTHEDOT_DATABASE_URL"
+                )
             raise click.ClickException(
                 f"no database at {Path(path).resolve()} ({config.display}): run from your "
                 "project's folder, pass --database or $ONTHEDOT_DATABASE_URL, or create it "
