@@ -301,11 +301,15 @@ def test_a_busy_port_is_one_error_line(migrated: str, tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        result = onthedot("web", "--port", str(port), cwd=tmp_path, db_url=migrated)
-    line = error_line(result)
-    assert f"port {port} on 127.0.0.1 is already in use" in line and "--port" in line
-    assert "web admin" not in result.stderr.replace(line, ""), result.stderr
-    assert "Errno" not in result.stderr
+        results = [
+            onthedot(command, "--port", str(port), cwd=tmp_path, db_url=migrated)
+            for command in ("web", "dev")
+        ]
+    for result in results:
+        line = error_line(result)
+        assert f"port {port} on 127.0.0.1 is already in use" in line and "--port" in line
+        assert "web admin" not in result.stderr.replace(line, ""), result.stderr
+        assert "Errno" not in result.stderr
 
 
 # -- 7. the CLI catches up with the API --------------------------------------------------------
