@@ -6,7 +6,9 @@ Nothing touches the database at import or construction; storage opens on first u
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -84,7 +86,15 @@ class App:
             registry,
             RuntimeSchedules(storage, clock, registry, audit, views),
             OperatorControls(
-                storage, clock, registry, audit, views, self.jobs, self._enqueuer.enqueue
+                storage,
+                clock,
+                registry,
+                audit,
+                views,
+                self.jobs,
+                self._enqueuer.enqueue,
+                sync=self._sync_declared,
+                retention=self.retention,
             ),
             views,
         )
@@ -203,7 +213,44 @@ class App:
 
     # -- reading and operating on jobs --------------------------------------------------------
     def get_job(self, job_id: int) -> Job | None:
+        """The job with this id as it is now (its state, result, error), or None."""
         return self.storage.get_job(job_id)
+
+    def wait_for(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
+        """Block until job `job_id` is finished (succeeded, failed or cancelled) and return it;
+        read `job.result` or `job.error`. Raises TimeoutError after `timeout` (wall time),
+        JobNotFound for an unknown id."""
+        limit = _seconds(timeout)
+        deadline = time.monotonic() + limit
+        pause = 0.005
+        while True:
+            job = self.get_job(job_id)
+            if job is None:
+                raise JobNotFound(f"no job with id {job_id}")
+            if job.state.finished:
+                return job
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"job {job_id} is still {job.state} after {limit:g}s")
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.25)
+
+    async def await_job(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
+        """`wait_for` for async code: polls off the event loop, never blocking it."""
+        limit = _seconds(timeout)
+        deadline = time.monotonic() + limit
+        pause = 0.005
+        while True:
+            job = await asyncio.to_thread(self.get_job, job_id)
+            if job is None:
+                raise JobNotFound(f"no job with id {job_id}")
+            if job.state.finished:
+                return job
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"job {job_id} is still {job.state} after {limit:g}s")
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, 0.25)
 
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
         return self.storage.list_jobs(flt or JobFilter(**filters))
@@ -257,6 +304,13 @@ class App:
             batch=batch,
         )
 
+    def _sync_declared(self) -> None:
+        """Create the ledger rows of the declared schedules now, as a starting worker would
+        (operator controls on a schedule no worker has run yet)."""
+        scheduler = self.scheduler(worker_id="operator")
+        scheduler.prepare()
+        scheduler.sync()
+
     # -- workers ----------------------------------------------------------------------------
     def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
@@ -279,3 +333,9 @@ class App:
             instrumentation=self.instrumentation,
         )
         return Worker(deps, **options)
+
+
+def _seconds(timeout: float | str | timedelta) -> float:
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        return float(timeout)
+    return parse_duration(timeout, what="timeout").total_seconds()

@@ -11,7 +11,8 @@ from datetime import datetime
 @dataclass(frozen=True, slots=True)
 class JobContext:
     """Who am I: the job's id, attempt, queue and, for scheduled jobs, the schedule key and the
-    slot instant (use it to make side effects idempotent)."""
+    slot instant (use it to make side effects idempotent). A "run now" (`schedules trigger`)
+    carries the instant it was asked for as its slot, with `manual` True."""
 
     job_id: int
     name: str
@@ -22,6 +23,7 @@ class JobContext:
     slot: datetime | None
     worker_id: str
     _cancelled: Callable[[], bool]
+    manual: bool = False  # an operator's "run now", not a slot of the spec
 
     @property
     def cancel_requested(self) -> bool:

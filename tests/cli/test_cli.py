@@ -104,6 +104,8 @@ def test_health_schema_behind_on_postgresql(pg_url: str) -> None:
 
 
 def test_health_on_a_new_sqlite_file_migrates_it(sqlite_url: str) -> None:
+    # An empty file (a read never creates a missing one: tests/cli/test_newuser.py).
+    open(sqlite_url.removeprefix("sqlite:///"), "wb").close()
     result = run("--database", sqlite_url, "health")  # SQLite migrates itself on first use
     assert result.exit_code == 0, result.output
 

@@ -103,10 +103,15 @@ def test_skip_rejects_past_or_non_slots(ops: App) -> None:
 
 
 def test_trigger_runs_now_and_consumes_no_slot(ops: App) -> None:
+    ops.clock.advance(timedelta(seconds=20))  # type: ignore[attr-defined]
     job_id = ops.schedules.trigger("every-minute", note="rerun", actor="carol")
     job = ops.get_job(job_id)
-    assert job is not None and job.schedule_key == "every-minute" and job.slot is None
-    assert ops.storage.slot_history("every-minute") == []
+    # Issue 14: a manual run carries the instant it was asked for as its slot, and the slot
+    # history records it as `manual` (before, its slot was None and the history empty).
+    asked = T0 + timedelta(seconds=20)
+    assert job is not None and job.schedule_key == "every-minute" and job.slot == asked
+    history = ops.storage.slot_history("every-minute")
+    assert [(r.slot, r.outcome, r.job_id) for r in history] == [(asked, "manual", job_id)]
     assert slots_of(tick(ops, T0 + MIN)) == [T0 + MIN]
     entry = ops.schedules.audit("every-minute")[0]
     assert (entry.action, entry.actor, entry.details) == ("manual", "carol", {"job_id": job_id})
@@ -119,7 +124,8 @@ def test_backfill_previews_then_enqueues_once(ops: App) -> None:
     assert preview.dry_run
     assert preview.slots == [T0 + k * MIN for k in range(-2, 10)]
     assert preview.already == [T0 + 10 * MIN]
-    assert preview.beyond_history  # older than the oldest history row: nothing tells
+    # Issue 14: nothing was pruned (the schedule is younger than the retention), so no warning.
+    assert not preview.beyond_history
     assert ops.list_jobs(schedule_key="every-minute", limit=100).__len__() == 1
     done = ops.schedules.backfill("every-minute", start, end, dry_run=False, actor="dan")
     assert done.slots == preview.slots and len(done.enqueued) == len(preview.slots)
@@ -175,5 +181,6 @@ def test_controls_on_unknown_or_unseen_keys_are_clear(ops: App) -> None:
     with pytest.raises(ScheduleError, match="no schedule"):
         ops.schedules.pause("nope")
     ops.schedule("later", "every 1h", "work")
-    with pytest.raises(ScheduleError, match="no worker has started"):
-        ops.schedules.pause("later")
+    # Issue 14: a declared schedule no worker has run yet gets its ledger row on demand
+    # (before, this raised "no worker has started with it yet").
+    assert ops.schedules.pause("later")["status"] == "paused"

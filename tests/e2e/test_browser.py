@@ -211,7 +211,11 @@ def test_pause_and_run_a_schedule_from_the_schedules_page(
     assert found
     job_id = int(found.group(1))
     [job] = [j for j in app.list_jobs(JobFilter(schedule_key="cache-refresh")) if j.id == job_id]
-    assert job.slot is None  # run now: no slot used
+    # Issue 14: run now carries the instant it was asked for as its slot (no cursor moves).
+    assert job.slot is not None and abs((datetime.now(UTC) - job.slot).total_seconds()) < 60
+    assert (job.slot, "manual") in [
+        (r.slot, r.outcome) for r in app.storage.slot_history("cache-refresh")
+    ]
     row.get_by_role("link", name="cache-refresh").click()
     expect(page.locator("h1")).to_contain_text("cache-refresh")
     expect(page.locator(f'#schedule-jobs a[href="/jobs/{job_id}"]')).to_be_visible()
@@ -222,6 +226,66 @@ def test_pause_and_run_a_schedule_from_the_schedules_page(
     expect(row.locator(".badge")).to_have_text("cancelled")
     assert page.dialogs == []
     assert page.errors == [], page.errors  # CSP violations would show up here
+
+
+def test_times_say_their_zone_and_seconds_and_the_backfill_warning_leaves_enqueue_free(
+    live: tuple[App, str], browser_page: Any
+) -> None:
+    """Issue 14: a sub-minute schedule shows seconds, every time says its zone, and the
+    "history pruned" warning appears only when it was (and never covers the Enqueue button)."""
+    from playwright.sync_api import expect
+
+    from onthedot import ManualClock, SystemClock
+
+    app, base = live
+    now = datetime.now(UTC).replace(microsecond=0)
+    app.schedules.create("every-20s", "*/20 * * * * *", "mail.welcome", args=[{"user_id": 1}])
+    page = browser_page
+    page.goto(base + "/schedules/every-20s")
+    nexts = page.locator("dt:has-text('Next slots') + dd div")
+    expect(nexts.first).to_contain_text("UTC")
+    texts = [nexts.nth(i).inner_text() for i in range(nexts.count())]
+    assert len(set(texts)) == len(texts) == 5, texts  # 20 s apart: they differ in seconds
+    assert any(re.search(r"\d\d:\d\d:[24]0 UTC", t) for t in texts), texts
+    expect(page.locator("#audit thead")).to_contain_text("When (UTC)")
+    # A young schedule: a preview of a range before it existed offers nothing and warns nothing.
+    page.fill("input[name=start]", (now - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.fill("input[name=end]", (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("h1")).to_contain_text("preview")
+    expect(page.locator(".panel").first).to_contain_text("0 slot(s) would be enqueued")
+    assert page.locator("#backfill-pruned").count() == 0
+    # An old schedule whose history is older than the retention: the warning, beside the button.
+    app.clock = ManualClock(now - timedelta(days=30))
+    try:
+        app.schedules.create("old-hourly", "every 1h", "mail.welcome", args=[{"user_id": 2}])
+    finally:
+        app.clock = SystemClock()
+    page.goto(base + "/schedules/old-hourly")
+    page.fill("input[name=start]", (now - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.fill("input[name=end]", (now - timedelta(days=9)).strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_role("button", name="Preview").click()
+    warning = page.locator("#backfill-pruned")
+    expect(warning).to_be_visible()
+    button = page.get_by_role("button", name=re.compile(r"Enqueue \d+ slot"))
+    expect(button).to_be_visible()
+    w, b = warning.bounding_box(), button.bounding_box()
+    assert w and b
+    overlap = not (
+        w["y"] + w["height"] <= b["y"]
+        or b["y"] + b["height"] <= w["y"]
+        or w["x"] + w["width"] <= b["x"]
+        or b["x"] + b["width"] <= w["x"]
+    )
+    assert not overlap, (w, b)
+    on_top = page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).textContent",
+        [b["x"] + b["width"] / 2, b["y"] + b["height"] / 2],
+    )
+    assert "Enqueue" in on_top
+    button.click()
+    expect(page.locator("#flash")).to_contain_text("old-hourly")
+    assert page.errors == [], page.errors
 
 
 def test_xss_probe_in_job_arguments_stays_inert(live: tuple[App, str], browser_page: Any) -> None:

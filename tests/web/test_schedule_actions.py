@@ -70,7 +70,8 @@ def test_run_now_enqueues_a_manual_job(app: App, client: TestClient) -> None:
     _declare(app)
     page = post(client, "/schedules/minutely/trigger", {"note": "by hand"})
     [job] = app.list_jobs(JobFilter(schedule_key="minutely"))
-    assert job.slot is None and job.name == "echo"
+    # Issue 14: the manual job carries the instant it was asked for (it was None before).
+    assert job.slot is not None and job.name == "echo"
     assert ("ok", f"minutely: enqueued job {job.id} now") in flashes(page.text)
     assert f'href="/jobs/{job.id}"' in page.text  # the schedule page lists it
 
@@ -132,7 +133,8 @@ def test_reset_clears_pause_and_skips(app: App, client: TestClient) -> None:
 def test_actions_on_a_schedule_no_worker_has_seen(app: App, client: TestClient) -> None:
     app.schedule("fresh", "* * * * *", "echo")
     page = post(client, "/schedules/fresh/pause")
-    assert "no worker has started with it yet" in flashes(page.text)[0][1]
+    # Issue 14: the ledger row is made on demand (before: "no worker has started with it yet").
+    assert flashes(page.text)[0] == ("ok", "paused fresh")
     assert post(client, "/schedules/ghost/pause").status_code == 404
     gone = post(client, "/schedules/ghost/trigger")
     assert gone.status_code == 404

@@ -371,7 +371,9 @@ def test_a_running_async_job_is_cancelled(app: App) -> None:
         app.cancel_job(job_id)
         job = wait_state(app, job_id, JobState.CANCELLED)
         wait_for(interrupted.is_set, "the coroutine to see CancelledError")
-        assert worker.processed == 1
+        # The completer counts an outcome just after committing it: a reader can see the
+        # cancelled state a moment before the count.
+        wait_for(lambda: worker.processed == 1, "the outcome to be counted")
     assert job.error == "cancelled on request"
     assert job.result is None
     assert job.finished_at is not None

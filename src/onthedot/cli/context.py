@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import wraps
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
@@ -25,9 +26,10 @@ ENV_APP = "ONTHEDOT_APP"
 
 
 class Context:
-    def __init__(self, app_path: str | None, database: str | None) -> None:
+    def __init__(self, app_path: str | None, database: str | None, verbose: bool = False) -> None:
         self.app_path = app_path
         self.database = database
+        self.verbose = verbose
         self._app: App | None = None
 
     def close(self) -> None:
@@ -44,12 +46,66 @@ class Context:
                     self._app.use_database(self.database)
             elif required:
                 raise click.UsageError(
-                    "no app given: pass --app module:attr or set ONTHEDOT_APP "
-                    "(the module where your App and jobs are defined)"
+                    "no app given: this command needs your app's jobs and schedules: pass "
+                    "--app module:attr or set ONTHEDOT_APP (the module where your App is defined)"
                 )
             else:
                 self._app = App(self.database)
+            if self.verbose:  # -v: every command says which database it opens
+                click.echo(f"onthedot: {self.describe()}", err=True)
         return self._app
+
+    def reader(self) -> App:
+        """The app for a command that only reads: a SQLite file that does not exist is never
+        created (a read in the wrong folder would otherwise answer from an empty database)."""
+        app = self.app()
+        config = app.database
+        path = config.path if config.backend == "sqlite" else None
+        if path and path != ":memory:" and not Path(path).exists():
+            folder = Path(path).resolve().parent
+            if not folder.is_dir():
+                raise click.ClickException(
+                    f"no database at {Path(path).resolve()} ({config.display}): folder "
+                    f"{folder} does not exist; pass the right --database or "
+                    "$ONTHEDOT_DATABASE_URL"
+                )
+            raise click.ClickException(
+                f"no database at {Path(path).resolve()} ({config.display}): run from your "
+                "project's folder, pass --database or $ONTHEDOT_DATABASE_URL, or create it "
+                "with `onthedot migrate`"
+            )
+        return app
+
+    def reader_with_app(self) -> App:
+        """`reader()` for a command that needs the app's declarations (--app)."""
+        self.app(required=True)
+        return self.reader()
+
+    def describe(self) -> str:
+        """Which database this command uses: `database <url> (<absolute path>)`."""
+        return f"database {database_label(self.app())}"
+
+
+def database_label(app: App) -> str:
+    """The app's database as a person checks it: the masked URL, and for a SQLite file its
+    absolute path."""
+    config = app.database
+    if config.backend == "sqlite" and config.path and config.path != ":memory:":
+        return f"{config.display} ({Path(config.path).resolve()})"
+    return config.display
+
+
+def app_queues(app: App, option: str | None) -> list[str]:
+    """The queues of `--queues` (claimed in that order), or by default every queue the app's
+    jobs and schedules name, and `default`."""
+    if option is not None:
+        names = [q.strip() for q in option.split(",") if q.strip()]
+        if not names:
+            raise click.BadParameter("give at least one queue", param_hint="--queues")
+        return names
+    found = {jf.queue for jf in app.jobs.values()}
+    found |= {s.queue for s in app.schedules.declared().values() if s.queue}
+    return sorted(found | {"default"})
 
 
 pass_ctx = click.make_pass_decorator(Context)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from onthedot.cli.context import Context, handle_errors, pass_ctx
+from onthedot.cli.context import Context, database_label, handle_errors, pass_ctx
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
 from onthedot.storage.interface import WorkerRow
 
@@ -39,10 +39,13 @@ def migrate(ctx: Context) -> None:
 def health(ctx: Context, check_worker: bool) -> None:
     """Exit 0 when the database answers and its schema is current; 1 otherwise."""
     try:
-        app = ctx.app()
+        app = ctx.reader()
         storage = app.raw_storage()
         storage.ping()
         current, latest = storage.schema_version()
+    except click.ClickException as exc:  # no such SQLite file: never created by a check
+        click.echo(f"unhealthy: {exc.message}", err=True)
+        sys.exit(1)
     except (DatabaseUnavailable, SchemaOutOfDate) as exc:
         click.echo(f"unhealthy: {exc}", err=True)
         sys.exit(1)
@@ -53,7 +56,8 @@ def health(ctx: Context, check_worker: bool) -> None:
         sys.exit(1)
     if current != latest:
         click.echo(
-            f"unhealthy: schema at version {current}, this onthedot needs {latest}: "
+            f"unhealthy: {database_label(app)}: schema at version {current}, this onthedot "
+            f"needs {latest}: "
             "run `onthedot migrate`",
             err=True,
         )
@@ -63,7 +67,7 @@ def health(ctx: Context, check_worker: bool) -> None:
         if problem is not None:
             click.echo(f"unhealthy: {problem}", err=True)
             sys.exit(1)
-    click.echo(f"healthy: {app.database.display} ({storage.backend}), schema version {current}")
+    click.echo(f"healthy: {database_label(app)} ({storage.backend}), schema version {current}")
 
 
 def _worker_problem(lease: float, workers: list[WorkerRow], hostname: str) -> str | None:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import click
 
-from onthedot.cli.context import Context, echo_json, handle_errors, parse_json_option, pass_ctx
-from onthedot.domain.jobs import JobFilter, JobState
+from onthedot.cli.context import (
+    Context,
+    echo_json,
+    handle_errors,
+    parse_instant,
+    parse_json_option,
+    pass_ctx,
+)
+from onthedot.domain.durations import format_duration
+from onthedot.domain.jobs import JobFilter, JobState, iso
+from onthedot.schedules.audit import default_actor
 
 
 @click.command()
@@ -15,7 +27,10 @@ from onthedot.domain.jobs import JobFilter, JobState
 @click.option("--queue")
 @click.option("--priority", type=int)
 @click.option("--delay", help="Run after this long, e.g. 30s, 5m.")
+@click.option("--run-at", help="Run at this ISO-8601 instant, e.g. 2026-01-31T09:00:00Z.")
 @click.option("--unique-key")
+@click.option("--max-attempts", type=click.IntRange(1, 1000), help="Attempts before it fails.")
+@click.option("--timeout", help="Fail an attempt running longer than this, e.g. 30s.")
 @pass_ctx
 @handle_errors
 def enqueue(
@@ -26,7 +41,10 @@ def enqueue(
     queue: str | None,
     priority: int | None,
     delay: str | None,
+    run_at: str | None,
     unique_key: str | None,
+    max_attempts: int | None,
+    timeout: str | None,
 ) -> None:
     """Enqueue a registered job by NAME; prints the job id."""
     args = parse_json_option(args_json, "--args")
@@ -40,7 +58,15 @@ def enqueue(
     app = ctx.app(required=True)
     jf = app.resolve(name)
     job_id = jf.enqueue_with(
-        args, kwargs, queue=queue, priority=priority, delay=delay, unique_key=unique_key
+        args,
+        kwargs,
+        queue=queue,
+        priority=priority,
+        delay=delay,
+        run_at=parse_instant(run_at, "--run-at") if run_at else None,
+        unique_key=unique_key,
+        max_attempts=max_attempts,
+        timeout=timeout,
     )
     click.echo(job_id)
 
@@ -93,13 +119,13 @@ def jobs_list(
         before_id=before_id,
         limit=limit,
     )
-    found = ctx.app().list_jobs(flt)
+    found = ctx.reader().list_jobs(flt)
     if as_json:
         echo_json([j.to_json() for j in found])
         return
     click.echo(f"{'ID':>8}  {'STATE':<10} {'QUEUE':<12} {'ATT':>5}  {'RUN AT':<20}  NAME")
     for j in found:
-        run_at = j.run_at.strftime("%Y-%m-%d %H:%M:%S")
+        run_at = iso(j.run_at.replace(microsecond=0))  # UTC, said by its Z
         att = f"{j.attempts}/{j.max_attempts}"
         click.echo(
             f"{j.id:>8}  {j.state.value:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
@@ -113,7 +139,7 @@ def jobs_list(
 @handle_errors
 def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
     """One job in full."""
-    job = ctx.app().get_job(job_id)
+    job = ctx.reader().get_job(job_id)
     if job is None:
         raise click.ClickException(f"no job with id {job_id}")
     data = job.to_json()
@@ -121,10 +147,29 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
         echo_json(data)
         return
     for key, value in data.items():
-        if key == "traceback" and value:
-            click.echo("traceback:\n" + str(value))
-        elif key != "traceback":
-            click.echo(f"{key}: {value}")
+        if key in ("traceback", "errors"):
+            continue
+        click.echo(f"{key}: {_shown(key, value)}")
+    for entry in job.errors or []:
+        click.echo(
+            f"error (attempt {entry.get('attempt', '?')}, {entry.get('at', '?')}): "
+            f"{entry.get('error', '')}"
+        )
+    if data["traceback"]:
+        click.echo("traceback:\n" + str(data["traceback"]))
+
+
+def _shown(key: str, value: object) -> str:
+    """A job field as a person reads it: JSON for arguments and results, `-` for nothing."""
+    if value is None:
+        return "-"
+    if key == "timeout" and isinstance(value, int | float):
+        return format_duration(timedelta(seconds=value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | dict) or key == "result":
+        return json.dumps(value)
+    return str(value)
 
 
 @jobs.command("retry")
@@ -133,7 +178,7 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
 @handle_errors
 def jobs_retry(ctx: Context, job_id: int) -> None:
     """Queue a failed or cancelled job again."""
-    job = ctx.app().retry_job(job_id)
+    job = ctx.reader().retry_job(job_id)
     click.echo(f"job {job.id} is {job.state.value}")
 
 
@@ -143,20 +188,48 @@ def jobs_retry(ctx: Context, job_id: int) -> None:
 @handle_errors
 def jobs_cancel(ctx: Context, job_id: int) -> None:
     """Cancel a queued job, or ask a running one to stop."""
-    job = ctx.app().cancel_job(job_id)
+    job = ctx.reader().cancel_job(job_id)
     if job.state is JobState.RUNNING:
         click.echo(f"job {job.id} is running: cancellation requested")
     else:
         click.echo(f"job {job.id} is {job.state.value}")
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def queues(click_ctx: click.Context, as_json: bool) -> None:
+    """Depth of each queue, per state; `queues pause|resume NAME` stops or restarts claiming."""
+    if click_ctx.invoked_subcommand is None:
+        _queue_table(click_ctx.find_object(Context), as_json)
+
+
+@queues.command("pause")
+@click.argument("name")
+@click.option("--actor", default=default_actor, show_default="the OS user", help="Who.")
 @pass_ctx
 @handle_errors
-def queues(ctx: Context, as_json: bool) -> None:
-    """Depth of each queue, per state."""
-    stats = ctx.app().queue_stats()
+def queues_pause(ctx: Context, name: str, actor: str) -> None:
+    """Stop workers from claiming jobs of queue NAME (running jobs finish)."""
+    ctx.reader().storage.set_queue_paused(name, True, actor)
+    click.echo(f"paused queue {name}: workers claim none of its jobs until it is resumed")
+
+
+@queues.command("resume")
+@click.argument("name")
+@click.option("--actor", default=default_actor, show_default="the OS user", help="Who.")
+@pass_ctx
+@handle_errors
+def queues_resume(ctx: Context, name: str, actor: str) -> None:
+    """Let workers claim jobs of queue NAME again."""
+    ctx.reader().storage.set_queue_paused(name, False, actor)
+    click.echo(f"resumed queue {name}")
+
+
+@handle_errors
+def _queue_table(ctx: Context | None, as_json: bool) -> None:
+    assert ctx is not None
+    stats = ctx.reader().queue_stats()
     if as_json:
         echo_json([s.to_json() for s in stats])
         return

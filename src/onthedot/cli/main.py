@@ -15,6 +15,7 @@ from onthedot.cli.schedules import check, preview, schedules
 from onthedot.cli.web import dev, web
 from onthedot.cli.worker import worker
 
+LOGGING_COMMANDS = ("worker", "web", "dev")
 SUBCOMMANDS = (migrate, health, worker, enqueue, jobs, queues, check, preview, schedules, web, dev)
 
 
@@ -25,7 +26,9 @@ SUBCOMMANDS = (migrate, health, worker, enqueue, jobs, queues, check, preview, s
     envvar="ONTHEDOT_DATABASE_URL",
     help="Database URL (overrides the app's; $ONTHEDOT_DATABASE_URL).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Log debug events too.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Say which database is used; log debug events too."
+)
 @click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
@@ -40,7 +43,10 @@ def cli(
     ctx: click.Context, app_path: str | None, database: str | None, verbose: bool, log_format: str
 ) -> None:
     """onthedot: background jobs and schedules that fire on the dot, exactly once per slot."""
-    level = logging.DEBUG if verbose else logging.INFO
+    # Long-running commands log their events; a one-shot command prints its answer and nothing
+    # else (warnings still show), unless -v.
+    quiet = ctx.invoked_subcommand not in LOGGING_COMMANDS
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     if log_format == "json":
         from onthedot.observability.logjson import json_handler
 
@@ -49,7 +55,7 @@ def cli(
         logging.basicConfig(
             level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
         )
-    ctx.obj = Context(app_path, database)
+    ctx.obj = Context(app_path, database, verbose)
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -20,6 +20,7 @@ from onthedot.cli.context import (
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.jobs import iso
 from onthedot.schedules.audit import default_actor
+from onthedot.schedules.views import ScheduleView
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -45,6 +46,12 @@ def policy_options(fn: F) -> F:
     ):
         fn = click.option(name, help=help_text)(fn)
     return click.option("--priority", type=int, help="Priority of the jobs.")(fn)
+
+
+def _next(view: ScheduleView) -> str:
+    """`next slot 2026-01-31T09:00:00Z`, or that there is none."""
+    nexts = view.get("next")
+    return f"next slot {nexts[0]}" if isinstance(nexts, list) and nexts else "no next slot"
 
 
 def _policies(**options: object) -> dict[str, object]:
@@ -84,7 +91,7 @@ def create(
         actor=actor,
         **_policies(**options),
     )
-    click.echo(f"created {key}: {view['spec']} ({view['description']}); next {view['next'][:1]}")
+    click.echo(f"created {key}: {view['spec']} ({view['description']}); {_next(view)}")
 
 
 @click.command("update")
@@ -120,7 +127,7 @@ def update(
     if not changes:
         raise click.UsageError("nothing to update: give --spec, --job, --args or a policy")
     view = ctx.app(required=True).schedules.update(key, actor=actor, **changes)
-    click.echo(f"updated {key}: {view['spec']}; next {view['next'][:1]}")
+    click.echo(f"updated {key}: {view['spec']}; {_next(view)}")
 
 
 @click.command("delete")
@@ -147,11 +154,24 @@ def pause(ctx: Context, key: str, until: str | None, actor: str, note: str | Non
     when = None
     if until:
         if until[:1].isdigit() and "-" not in until:
-            when = (app.clock.fixed_now() or app.storage.db_now()) + parse_duration(until)
+            try:
+                length = parse_duration(until)
+            except ValueError:
+                raise click.BadParameter(_UNTIL_HINT.format(until), param_hint="--until") from None
+            when = (app.clock.fixed_now() or app.storage.db_now()) + length
         else:
-            when = parse_instant(until, "--until")
+            try:
+                when = parse_instant(until, "--until")
+            except click.BadParameter:
+                raise click.BadParameter(_UNTIL_HINT.format(until), param_hint="--until") from None
     view = app.schedules.pause(key, until=when, note=note, actor=actor)
     click.echo(f"paused {key}" + (f" until {view['paused_until']}" if when else ""))
+
+
+_UNTIL_HINT = (
+    "{!r} is neither a duration from now like 2h or 30m nor an ISO-8601 instant like "
+    "2026-01-31T09:00:00Z"
+)
 
 
 @click.command("resume")
@@ -163,7 +183,7 @@ def pause(ctx: Context, key: str, until: str | None, actor: str, note: str | Non
 def resume(ctx: Context, key: str, catchup: bool, actor: str, note: str | None) -> None:
     """Resume KEY (from now, unless --catchup)."""
     view = ctx.app(required=True).schedules.resume(key, catchup=catchup, note=note, actor=actor)
-    click.echo(f"resumed {key}; next {view['next'][:1]}")
+    click.echo(f"resumed {key}; {_next(view)}")
 
 
 @click.command("skip")
@@ -270,13 +290,19 @@ def reset(ctx: Context, key: str, actor: str, note: str | None) -> None:
 @handle_errors
 def audit(ctx: Context, key: str | None, limit: int, as_json: bool) -> None:
     """The audit log of operator actions (of KEY, or all)."""
-    entries = ctx.app().schedules.audit(key, limit=limit)
+    entries = ctx.reader().schedules.audit(key, limit=limit)
     if as_json:
         echo_json([e.to_json() for e in entries])
         return
-    for e in entries:
-        note = f'  "{e.note}"' if e.note else ""
-        click.echo(f"{iso(e.at)}  {e.actor:<12} {e.action:<10} {e.key or '-'}{note}")
+    if not entries:
+        click.echo("no audit entries" + (f" for {key!r}" if key else ""))
+        return
+    rows = [(iso(e.at) or "", e.actor, e.action, e.key or "-", e.note or "") for e in entries]
+    header = ("AT (UTC)", "ACTOR", "ACTION", "SCHEDULE", "NOTE")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for r in [header, *rows]:
+        cells = [r[i].ljust(widths[i]) for i in range(4)]
+        click.echo(("  ".join(cells) + "  " + r[4]).rstrip())
 
 
 COMMANDS = (create, update, delete, pause, resume, skip, unskip, trigger, backfill, reset, audit)

@@ -67,7 +67,7 @@ def schedules() -> None:
 @handle_errors
 def schedules_list(ctx: Context, as_json: bool) -> None:
     """Every schedule: spec, description, status, next slots, last outcome, missed counts."""
-    views = ctx.app().schedules.views()
+    views = ctx.reader_with_app().schedules.views()
     if as_json:
         echo_json(views)
         return
@@ -93,7 +93,7 @@ def schedules_list(ctx: Context, as_json: bool) -> None:
 @handle_errors
 def schedules_explain(ctx: Context, key: str) -> None:
     """Why KEY did or did not fire."""
-    click.echo(ctx.app().schedules.explain(key))
+    click.echo(ctx.reader_with_app().schedules.explain(key))
 
 
 @schedules.command("history")
@@ -104,7 +104,7 @@ def schedules_explain(ctx: Context, key: str) -> None:
 @handle_errors
 def schedules_history(ctx: Context, key: str, limit: int, as_json: bool) -> None:
     """The slot history of KEY, newest first."""
-    records = ctx.app().storage.slot_history(key, limit=limit)
+    records = ctx.reader().storage.slot_history(key, limit=limit)
     if as_json:
         echo_json(
             [

@@ -3,6 +3,8 @@ in one process, for local development)."""
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 import threading
 import time
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from onthedot.cli.context import Context, handle_errors, pass_ctx
+from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 
 if TYPE_CHECKING:
     from onthedot.app import App
@@ -66,16 +68,43 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
             "and show as removed; pass --app module:attr",
             err=True,
         )
+    sock = _bind(host, port)
     mode = " (read-only)" if read_only else ""
-    click.echo(f"onthedot web admin{mode} on {_url(host, port)}", err=True)
-    uvicorn.run(
+    bound = sock.getsockname()[1]
+    click.echo(f"onthedot web admin{mode} on {_url(host, bound)} ({ctx.describe()})", err=True)
+    config = uvicorn.Config(
         asgi(app, read_only=read_only, credentials=credentials, allowed_hosts=served_hosts(host)),
         host=host,
-        port=port,
+        port=bound,
         log_level="info",
         proxy_headers=False,
         server_header=False,
     )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl+C: uvicorn re-raises it once it has shut down
+        pass
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, or one `Error:` line saying the port is taken and how
+    to choose another (the socket is handed to uvicorn, so nothing else can take it first)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise click.ClickException(
+                f"port {port} on {host} is already in use (another onthedot web or dev?): "
+                f"choose another with --port, e.g. --port {port + 1 if port < 65535 else 8080}"
+            ) from None
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 @click.command()
@@ -101,7 +130,8 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
         click.echo("not started: fix the schedules above (`onthedot check`)", err=True)
         sys.exit(1)
     _ready(app)
-    names = _queues(app, queues)
+    names = app_queues(app, queues)
+    sock = _bind(host, port)
     config = uvicorn.Config(
         asgi(app, credentials=credentials, allowed_hosts=served_hosts(host)),
         host=host,
@@ -110,7 +140,9 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
         server_header=False,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="onthedot-web", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="onthedot-web", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT
     while not server.started and thread.is_alive() and time.monotonic() < deadline:
@@ -118,7 +150,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     if not server.started:
         server.should_exit = True
         raise click.ClickException(f"the web admin could not listen on {host}:{port}")
-    bound = server.servers[0].sockets[0].getsockname()[1] if port == 0 else port
+    bound = sock.getsockname()[1]
     click.echo(
         f"onthedot dev: web admin at {_url(host, bound)} · worker on {','.join(names)} "
         f"(concurrency {concurrency}) with the scheduler · Ctrl+C to stop",
@@ -132,14 +164,3 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
         server.should_exit = True
         thread.join(timeout=10)
     click.echo(f"onthedot dev stopped ({worker.stop_reason}); {done} job(s) finished", err=True)
-
-
-def _queues(app: App, option: str | None) -> list[str]:
-    if option:
-        names = [q.strip() for q in option.split(",") if q.strip()]
-        if not names:
-            raise click.BadParameter("give at least one queue", param_hint="--queues")
-        return names
-    found = {jf.queue for jf in app.jobs.values()}
-    found |= {s.queue for s in app.schedules.declared().values() if s.queue}
-    return sorted(found | {"default"})

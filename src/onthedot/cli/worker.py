@@ -7,16 +7,14 @@ import sys
 
 import click
 
-from onthedot.cli.context import Context, handle_errors, pass_ctx
+from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 
 
 @click.command()
 @click.option(
     "--queues",
     "-q",
-    default="default",
-    show_default=True,
-    help="Comma-separated queues, claimed in this order.",
+    help="Comma-separated queues, claimed in this order (default: every queue of the app).",
 )
 @click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--burst", is_flag=True, help="Exit once no job is ready and none is running.")
@@ -36,7 +34,7 @@ from onthedot.cli.context import Context, handle_errors, pass_ctx
 @handle_errors
 def worker(
     ctx: Context,
-    queues: str,
+    queues: str | None,
     concurrency: int,
     burst: bool,
     no_scheduler: bool,
@@ -53,14 +51,20 @@ def worker(
         click.echo(report.render(), err=True)
         click.echo("worker not started: fix the schedules above (`onthedot check`)", err=True)
         sys.exit(1)
+    names = app_queues(app, queues)
     w = app.worker(
-        queues=[q for q in queues.split(",") if q.strip()],
+        queues=names,
         concurrency=concurrency,
         burst=burst,
         scheduler=not no_scheduler,
         batch_size=batch_size,
         prefetch=prefetch,
         grace=grace,
+    )
+    click.echo(
+        f"worker {w.id} on queue(s) {', '.join(names)}, concurrency {concurrency}"
+        f"{'' if no_scheduler or burst else ', with the scheduler'} ({ctx.describe()})",
+        err=True,
     )
     server = None
     if metrics_port is not None:

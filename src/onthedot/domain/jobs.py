@@ -52,6 +52,10 @@ class NewJob:
         )
 
 
+# The unique key of an operator's "run now" job: MANUAL_PREFIX + schedule key + ":" + instant.
+MANUAL_PREFIX = "onthedot:manual:"
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
     """A job a worker claimed: state `running`, leased to that worker."""
@@ -67,6 +71,7 @@ class ClaimedJob:
     schedule_key: str | None
     slot: datetime | None
     run_at: datetime | None = None  # when it became ready (None: the backend does not say)
+    manual: bool = False  # an operator's "run now" (its unique key starts with MANUAL_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

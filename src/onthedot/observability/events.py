@@ -282,9 +282,11 @@ class LoggingSubscriber:
         parts = [f"event={event.name}"]
         for key, value in event.fields().items():
             if value is None:
-                continue
+                continue  # an absent field is left out, never `note=None`
             if isinstance(value, datetime):
                 value = value.isoformat().replace("+00:00", "Z")
+            elif isinstance(value, float):
+                value = f"{value:.3f}".rstrip("0").rstrip(".")  # 0.612, not 0.6124658761292123
             text = str(value)
             if not text or any(c in text for c in ' "=\n'):
                 text = (

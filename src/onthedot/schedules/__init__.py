@@ -2,7 +2,8 @@
 scheduler, peers composed by the App (`app.schedules` is their facade)."""
 
 from onthedot.schedules.audit import AuditTrail, default_actor
-from onthedot.schedules.controls import BACKFILL_BOUND, BackfillResult, OperatorControls
+from onthedot.schedules.backfill import BACKFILL_BOUND, BackfillResult
+from onthedot.schedules.controls import OperatorControls
 from onthedot.schedules.facade import Schedules
 from onthedot.schedules.registry import CheckReport, ScheduleRegistry
 from onthedot.schedules.runtime import POLICY_FIELDS, RuntimeSchedules

@@ -8,17 +8,22 @@ restarts and deploys; `reset` clears it back to what the code says.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
-from onthedot.domain.jobs import NewJob, iso
+from onthedot.domain.jobs import MANUAL_PREFIX, NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
-from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.domain.slots import slot_job
 from onthedot.schedules.audit import default_actor
+from onthedot.schedules.backfill import (
+    BACKFILL_BOUND,
+    BackfillResult,
+    backfill_candidates,
+    history_pruned,
+)
 from onthedot.storage.interface import OperatorPatch
 
 if TYPE_CHECKING:
@@ -29,32 +34,6 @@ if TYPE_CHECKING:
     from onthedot.schedules.registry import ScheduleRegistry
     from onthedot.schedules.views import ScheduleView, ScheduleViews
     from onthedot.storage.interface import Storage
-
-BACKFILL_BOUND = 1000  # a real backfill of more slots needs force=True
-
-
-@dataclass(frozen=True, slots=True)
-class BackfillResult:
-    key: str
-    start: datetime
-    end: datetime
-    dry_run: bool
-    slots: list[datetime]  # slots that would be (or were) enqueued
-    already: list[datetime]  # slots of the range already in the history: left alone
-    beyond_history: bool  # part of the range is older than the oldest history row kept
-    enqueued: list[int] = field(default_factory=list)  # job ids (real run)
-
-    def to_json(self) -> JsonObject:
-        return {
-            "key": self.key,
-            "start": iso(self.start),
-            "end": iso(self.end),
-            "dry_run": self.dry_run,
-            "slots": [iso(s) for s in self.slots],
-            "already": [iso(s) for s in self.already],
-            "beyond_history": self.beyond_history,
-            "enqueued": list[JsonValue](self.enqueued),
-        }
 
 
 class OperatorControls:
@@ -69,6 +48,8 @@ class OperatorControls:
         views: ScheduleViews,
         jobs: Mapping[str, JobFunction[Any, Any]],
         enqueue: Callable[[Sequence[NewJob]], list[int]],
+        sync: Callable[[], object] | None = None,
+        retention: timedelta | None = None,
     ) -> None:
         self._storage = storage
         self._clock = clock
@@ -77,9 +58,14 @@ class OperatorControls:
         self._views = views
         self._jobs = jobs
         self._enqueue = enqueue
+        self._retention = retention  # how long the slot history is kept (None: for ever)
+        self._sync = sync  # the scheduler's sync: creates the ledger rows of the declarations
 
     def _row(self, key: str) -> LedgerRow:
         row = next(iter(self._storage().list_schedule_rows([key])), None)
+        if row is None and self._sync is not None and key in self._registry.declared():
+            self._sync()  # declared in this code: its row is made as a worker would make it
+            row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -202,12 +188,29 @@ class OperatorControls:
         self._audit.record("unskipped", key, actor, note, {"slot": iso(slot)})
 
     def trigger(self, key: str, *, note: str | None = None, actor: str | None = None) -> int:
-        """Run now: enqueue the schedule's job at once, recorded as `manual`. Consumes no slot."""
+        """Run now: enqueue the schedule's job at once. Its slot is the instant it was asked for
+        (to the second) and `current_job().manual` is True; the slot history records it as
+        `manual`. It moves no cursor; a run now in the very second of a due slot stands for
+        that slot (the history holds one row per instant)."""
         row = self._row(key)
         sched = self._definition(key, row)
-        job = replace(slot_job(sched, _EPOCH, self._jobs.get(sched.job)), slot=None, run_at=None)
-        job_id = self._enqueue([job])[0]
-        self._audit.record(SlotOutcome.MANUAL, key, actor, note, {"job_id": job_id})
+        at = self._views.now().replace(microsecond=0)
+        job = replace(
+            slot_job(sched, at, self._jobs.get(sched.job)),
+            run_at=None,
+            unique_key=f"{MANUAL_PREFIX}{key}:{iso(at)}",
+        )
+        who = actor or default_actor()
+        record = SlotRecord(
+            key, at, SlotOutcome.MANUAL, actor=who, note=note, recorded_at=self._clock.fixed_now()
+        )
+        inserted = self._storage().record_slots([record], [job])
+        if not inserted or inserted[0].job_id is None:
+            raise ScheduleError(
+                f"{key!r} already has a run at {iso(at)} in its slot history: try again in a second"
+            )
+        job_id = inserted[0].job_id
+        self._audit.record(SlotOutcome.MANUAL, key, who, note, {"job_id": job_id})
         return job_id
 
     def backfill(
@@ -235,23 +238,15 @@ class OperatorControls:
             raise ScheduleError(
                 f"backfill end {iso(end)} is in the future: only past slots can be backfilled"
             )
-        candidates: list[datetime] = []
-        first = sched.spec.next_after(start - _SECOND, sched.tz)
-        if first is not None and first <= end:
-            candidates.append(first)
-            for slot in sched.spec.slots_between(first, end, sched.tz):
-                candidates.append(slot)
-                if len(candidates) > 100 * BACKFILL_BOUND:
-                    raise ScheduleError(
-                        f"backfill of {key!r} covers more than {100 * BACKFILL_BOUND} slots: "
-                        "use a shorter range"
-                    )
+        candidates = backfill_candidates(sched, row, start, end)
         storage = self._storage()
         existing = {r.slot for r in storage.slot_history(key, start=start, end=end, limit=None)}
         todo = [s for s in candidates if s not in existing]
         already = [s for s in candidates if s in existing]
-        # Beyond the history: no slot recorded at or before `start` (older ones were pruned).
-        beyond = not storage.slot_history(key, end=start, limit=1)
+        # The newest slot kept at or before `start`: none means older ones may be pruned.
+        kept = storage.slot_history(key, end=start, limit=1)
+        oldest = kept[0].slot if kept else None
+        beyond = history_pruned(row, start, now, self._retention, oldest)
         result = BackfillResult(key, start, end, dry_run, todo, already, beyond)
         if dry_run:
             return result
@@ -373,5 +368,4 @@ def _now_job(job: NewJob) -> NewJob:
     return replace(job, run_at=None)  # a backfilled slot runs now, not at its past instant
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from onthedot.domain.durations import format_duration
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter, JobState, iso
 
@@ -16,7 +18,9 @@ if TYPE_CHECKING:
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)
 
 
-def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: str) -> str:
+def explain(
+    registry: ScheduleRegistry, storage: Storage, now: datetime, key: str, lease: float = 30.0
+) -> str:
     """The explanation of schedule `key` at `now`: its definition, ledger row, next slots,
     recent history, and a verdict."""
     declared = registry.declared()
@@ -34,10 +38,15 @@ def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: st
             f"  spec:        {sched.spec.canonical()} ({sched.describe()}), "
             f"time zone {sched.timezone}"
         )
-        lines.append(f"  job:         {sched.job} args={list(sched.args)} kwargs={sched.kwargs}")
         lines.append(
-            f"  policies:    catchup={sched.catchup} window={sched.catchup_window} "
-            f"overlap={sched.overlap} jitter={sched.jitter}"
+            f"  job:         {sched.job} args={json.dumps(list(sched.args))} "
+            f"kwargs={json.dumps(dict(sched.kwargs))}"
+        )
+        window = format_duration(sched.catchup_window) if sched.catchup_window else "none"
+        jitter = format_duration(sched.jitter) if sched.jitter else "none"
+        lines.append(
+            f"  policies:    catchup={sched.catchup} window={window} "
+            f"overlap={sched.overlap} jitter={jitter}"
         )
     elif row is not None and row.source == "code":
         lines.append("  definition:  not declared by this code")
@@ -96,8 +105,12 @@ def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: st
         if sched is not None and sched.overlap == "skip" and active:
             reasons.append("overlap=skip and a job of it is still queued or running")
 
-    if sched is not None:
+    if sched is not None and row is not None and row.paused and not row.paused_until:
+        lines.append("  next slots:  none while paused (resume it to fire again)")
+    elif sched is not None:
         t = now if row is None or row.cursor < now else row.cursor
+        if row is not None and row.paused and row.paused_until and row.paused_until > t:
+            t = row.paused_until
         nexts = []
         for _ in range(5):
             n = sched.spec.next_after(t, sched.tz)
@@ -115,7 +128,20 @@ def explain(registry: ScheduleRegistry, storage: Storage, now: datetime, key: st
         for r in history:
             job = f" job {r.job_id} ({r.job_state})" if r.job_id else ""
             lines.append(f"    {iso(r.slot)}  {r.outcome}{job}")
+    overdue = row is not None and row.next_due_at is not None and row.next_due_at <= now
+    if not reasons and overdue and row is not None and not _scheduler_alive(storage, lease):
+        reasons.append(
+            f"it was due at {iso(row.next_due_at)} but no worker running the scheduler is "
+            "alive: start `onthedot worker` (without --no-scheduler)"
+        )
     if not reasons:
         reasons.append("nothing holds it back: it fires at its next slot")
     lines.append("verdict: " + "; ".join(reasons))
     return "\n".join(lines)
+
+
+def _scheduler_alive(storage: Storage, lease: float) -> bool:
+    """Whether a worker running the scheduler has a heartbeat younger than the lease."""
+    return any(
+        w.scheduler and not w.stopping and w.heartbeat_age <= lease for w in storage.list_workers()
+    )

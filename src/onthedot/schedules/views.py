@@ -62,8 +62,10 @@ class ScheduleViews:
         """The JSON object of `schedules list --json` for one schedule."""
         key = row.key if row is not None else (sched.key if sched else "")
         nexts: list[str] = []
-        if sched is not None:
+        if sched is not None and not (row is not None and row.paused and not row.paused_until):
             t = row.cursor if row is not None and row.cursor > now else now
+            if row is not None and row.paused and row.paused_until and row.paused_until > t:
+                t = row.paused_until  # a paused schedule lists only slots after its pause
             for _ in range(3):
                 n = sched.spec.next_after(t, sched.tz)
                 if n is None:

@@ -140,10 +140,11 @@ def timeline(records: Sequence[SlotRecord], now: datetime) -> Markup:
         else:
             mark = f'<rect class="{cls}" x="{x(r.slot) - 4:.1f}" y="22" width="8" height="8"/>'
         parts.append(f"<g><title>{escape(tip)}</title>{mark}</g>")
+    axis = "%m-%d %H:%M:%S UTC" if span < 7200 else "%m-%d %H:%M UTC"  # seconds on short spans
     for t, anchor in ((start, "start"), (end, "end")):
         parts.append(
             f'<text class="axis" x="{x(t):.1f}" y="{height - 2}" text-anchor="{anchor}">'
-            f"{escape(t.astimezone(UTC).strftime('%m-%d %H:%M'))}</text>"
+            f"{escape(t.astimezone(UTC).strftime(axis))}</text>"
         )
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -54,7 +54,8 @@ def when(value: datetime | str | None) -> str:
 
 
 def local(value: datetime | str | None, tz: str | None) -> str:
-    """In the schedule's time zone, with its abbreviation: `Fri 2030-01-31 10:00 CET`."""
+    """In the schedule's time zone, with its abbreviation: `Fri 2030-01-31 10:00 CET`, and
+    the seconds when there are any (`10:00:20 CET`: a sub-minute schedule's slots)."""
     dt = to_datetime(value)
     if dt is None:
         return "-"
@@ -62,7 +63,8 @@ def local(value: datetime | str | None, tz: str | None) -> str:
         zone = ZoneInfo(tz or "UTC")
     except (ValueError, KeyError, OSError):
         zone = ZoneInfo("UTC")
-    return dt.astimezone(zone).strftime("%a %Y-%m-%d %H:%M %Z")
+    shown = dt.astimezone(zone)
+    return shown.strftime("%a %Y-%m-%d %H:%M:%S %Z" if shown.second else "%a %Y-%m-%d %H:%M %Z")
 
 
 def seconds(value: float | None) -> str:

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from onthedot.domain.definitions import MAX_KEY_LENGTH, ScheduleDef
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
-from onthedot.schedules.controls import BACKFILL_BOUND
+from onthedot.schedules.backfill import BACKFILL_BOUND
 from onthedot.schedules.views import ScheduleView
 from onthedot.web.charts import timeline
 from onthedot.web.forms import (

@@ -109,6 +109,7 @@ class Executors:
             slot=job.slot,
             worker_id=self.worker_id,
             _cancelled=lambda: job_id in cancel,
+            manual=job.manual,
         )
 
     def run_one(self, job: ClaimedJob) -> bool:

@@ -49,7 +49,8 @@ WHERE j.id IN (
 -- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
 -- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
 RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts, j.max_attempts,
-          j.timeout, j.schedule_key, j.slot, j.priority, date_part('epoch', j.run_at);
+          j.timeout, j.schedule_key, j.slot, j.priority, date_part('epoch', j.run_at),
+          j.unique_key;
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobState
+from onthedot.domain.jobs import MANUAL_PREFIX, ClaimedJob, Job, JobState
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
 from onthedot.domain.payload import JsonObject
 from onthedot.storage.interface import WorkerRow
@@ -38,6 +38,7 @@ def claimed(d: Dialect, rows: list[Row]) -> list[ClaimedJob]:
             r[8],
             d.opt_dt(r[9]),
             fromtimestamp(r[11], UTC),  # both claims return run_at as epoch seconds
+            bool(r[12]) and str(r[12]).startswith(MANUAL_PREFIX),
         )
         for r in rows
     ]

@@ -33,7 +33,7 @@ WHERE id IN (
     ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT :limit)
 RETURNING id, name, args, kwargs, queue, attempts, max_attempts, timeout, schedule_key, slot,
-          priority, run_at;
+          priority, run_at, unique_key;
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
