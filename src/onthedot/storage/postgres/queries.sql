@@ -510,6 +510,11 @@ LIMIT %(limit)s;
 -- name: active_job_count
 SELECT count(*) FROM onthedot_jobs WHERE schedule_key = %(key)s AND state IN ('queued', 'running');
 
+-- name: lock_schedule
+-- The ledger row, locked until the deleting transaction ends: a tick holding it commits first
+-- (and its job is cancelled), a later one finds no row.
+SELECT key FROM onthedot_schedules WHERE key = %(key)s FOR UPDATE;
+
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = now()
 WHERE schedule_key = %(key)s AND state = 'queued';

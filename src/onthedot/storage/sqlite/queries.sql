@@ -388,6 +388,10 @@ LIMIT :limit;
 -- name: active_job_count
 SELECT count(*) FROM onthedot_jobs WHERE schedule_key = :key AND state IN ('queued', 'running');
 
+-- name: lock_schedule
+-- Inside BEGIN IMMEDIATE the whole database is already locked: a plain read.
+SELECT key FROM onthedot_schedules WHERE key = :key;
+
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
 WHERE schedule_key = :key AND state = 'queued';
