@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from onthedot.clock import Clock
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered
+from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
@@ -138,6 +139,8 @@ class JobFunction(Generic[P, R]):
             raise ValueError(f"job {self.name!r}: max_attempts must be >= 1, got {attempts}")
         if unique_key is not None and (not isinstance(unique_key, str) or not unique_key):
             raise ValueError(f"job {self.name!r}: unique_key must be a non-empty string")
+        if unique_key is not None:
+            check_text(unique_key, f"job {self.name!r}: unique_key", name=True)
         return {
             "queue": _check_queue(self.queue if queue is None else queue),
             "priority": _check_priority(self.priority if priority is None else priority),
@@ -307,7 +310,7 @@ def _plain_arity(signature: inspect.Signature) -> tuple[int, int] | None:
 def _check_queue(queue: str) -> str:
     if not isinstance(queue, str) or not queue or len(queue) > 100 or "," in queue:
         raise ValueError(f"invalid queue name {queue!r}: use 1-100 characters without commas")
-    return queue
+    return check_text(queue, "queue name", name=True)
 
 
 def _check_priority(priority: int) -> int:

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
+from onthedot.domain.fields import text_problem
 from onthedot.domain.jobs import NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
-from onthedot.schedules.audit import default_actor
+from onthedot.schedules.audit import check_operator_text, default_actor
 from onthedot.storage.interface import OperatorPatch
 
 if TYPE_CHECKING:
@@ -77,8 +78,10 @@ class OperatorControls:
         self._jobs = jobs
         self._enqueue = enqueue
 
-    def _row(self, key: str) -> LedgerRow:
-        row = self._storage().get_schedule_row(key)
+    def _row(self, key: str, note: str | None = None, actor: str | None = None) -> LedgerRow:
+        """The schedule's ledger row, once the operator's `note` and `actor` are checked."""
+        check_operator_text(note, actor)
+        row = None if text_problem(key, "key") else self._storage().get_schedule_row(key)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -107,7 +110,7 @@ class OperatorControls:
     ) -> dict[str, Any]:
         """No slot fires until resumed (or until `until`, when it resumes by itself). Slots
         falling in the pause are counted as missed."""
-        self._row(key)
+        self._row(key, note, actor)
         now = self._views.now()
         if until is not None:
             until = _aware(until, "until")
@@ -133,7 +136,7 @@ class OperatorControls:
     ) -> dict[str, Any]:
         """Resume a paused schedule. Its cursor restarts now (the pause's slots stay missed)
         unless `catchup=True`, which lets the catch-up policy and window handle them."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         if not row.paused:
             raise ScheduleError(f"schedule {key!r} is not paused")
         sched = self._definition(key, row)
@@ -156,7 +159,7 @@ class OperatorControls:
     ) -> datetime:
         """Skip the next slot (or a named future slot): its history row is written ahead with
         outcome `skipped_operator`, and the unique key stops it from being enqueued."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         now = self._views.now()
         floor = max(now, row.cursor)
@@ -192,7 +195,7 @@ class OperatorControls:
         self, key: str, slot: datetime, *, note: str | None = None, actor: str | None = None
     ) -> None:
         """Remove an operator skip while the slot is still in the future."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         slot = _aware(slot, "slot")
         if slot <= max(self._views.now(), row.cursor):
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future any more")
@@ -202,7 +205,7 @@ class OperatorControls:
 
     def trigger(self, key: str, *, note: str | None = None, actor: str | None = None) -> int:
         """Run now: enqueue the schedule's job at once, recorded as `manual`. Consumes no slot."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         job = replace(slot_job(sched, _EPOCH, self._jobs.get(sched.job)), slot=None, run_at=None)
         job_id = self._enqueue([job])[0]
@@ -224,7 +227,7 @@ class OperatorControls:
         default) lists exactly which slots would be enqueued; slots already in the history are
         left alone, so a backfill can be repeated safely. More than BACKFILL_BOUND slots need
         force=True."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         start, end = _aware(start, "start"), _aware(end, "end")
         now = self._views.now()
@@ -295,7 +298,7 @@ class OperatorControls:
 
     def reset(self, key: str, *, note: str | None = None, actor: str | None = None) -> None:
         """Clear operator state (pause, future skips) back to what the code says."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         now = self._views.now()
         floor = max(now, row.cursor)
