@@ -58,6 +58,15 @@ class Enqueuer:
                 self._events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
         return ids
 
+    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: Connection) -> list[int]:
+        """`enqueue` inside the caller's async transaction (a psycopg AsyncConnection). The
+        workers are not woken: the transaction may still roll back."""
+        ids = await self._storage().aenqueue(jobs, connection=connection)
+        if self._events.wants(JobEnqueued):
+            for job_id, job in zip(ids, jobs, strict=True):
+                self._events.emit(JobEnqueued(job_id=job_id, job=job.name, queue=job.queue))
+        return ids
+
 
 class JobFunction(Generic[P, R]):
     """A registered job. Call it to run the function in-process; `.enqueue()` to run it in a
@@ -180,8 +189,14 @@ class JobFunction(Generic[P, R]):
         return self.enqueuer.enqueue([job], connection=connection)[0]
 
     async def aenqueue(self, *args: Any, **kwargs: Any) -> int:
-        """`enqueue` for async callers: the same storage verb, run off the event loop."""
-        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+        """`enqueue` for async callers: the same storage verb, run off the event loop. With
+        `connection=` (a psycopg AsyncConnection), inside the caller's open transaction."""
+        connection = kwargs.pop("connection", None)
+        if connection is None:
+            return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
+        job = self.build(args, kwargs, **options)
+        return (await self.enqueuer.aenqueue([job], connection=connection))[0]
 
     def enqueue_many(
         self,

@@ -207,6 +207,10 @@ class Storage(Protocol):
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
+    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: CallerConnection) -> list[int]:
+        """`enqueue(jobs, connection=connection)` for async callers: with a psycopg
+        AsyncConnection, inside its open transaction, awaited, never committing."""
+
     def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then

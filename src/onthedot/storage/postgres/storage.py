@@ -20,7 +20,7 @@ from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
 from onthedot.storage.postgres.pool import _configure, _one_line, _Pool
-from onthedot.storage.postgres.rows import enqueue_rows
+from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
@@ -197,7 +197,19 @@ class PostgresStorage(SqlStorage):
     def _enqueue_in(
         self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int]:
+        if isinstance(connection, psycopg.AsyncConnection):
+            raise TypeError(
+                "enqueue(connection=...) got a psycopg AsyncConnection: "
+                "use `await fn.aenqueue(..., connection=...)` in async code"
+            )
         return enqueue_rows(connection, jobs, now) if jobs else []
+
+    async def _aenqueue_in(
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
+    ) -> list[int]:
+        if not isinstance(connection, psycopg.AsyncConnection):  # a sync connection, as enqueue
+            return self._enqueue_in(connection, jobs, now)
+        return await aenqueue_rows(connection, jobs, now) if jobs else []
 
     def _notify(self, conn: psycopg.Connection[Any], queues: Iterable[str]) -> None:
         queues = list(queues)
