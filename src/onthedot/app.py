@@ -53,6 +53,7 @@ class App:
         clock: Clock | None = None,
         lease: float = 30.0,
         retention: str | timedelta = "7d",
+        audit_retention: str | timedelta | None = "90d",
         pool_size: int = 10,
         log_events: bool = True,
     ) -> None:
@@ -64,6 +65,11 @@ class App:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
         self.retention = parse_duration(retention, what="retention")
+        self.audit_retention = (
+            None
+            if audit_retention is None
+            else parse_duration(audit_retention, what="audit_retention")
+        )
         self.pool_size = pool_size
         self.events = EventBus()
         if log_events:
@@ -262,6 +268,7 @@ class App:
             check_schema=self.check_schema,
             lease=self.lease,
             retention=self.retention,
+            audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,
         )

@@ -252,10 +252,17 @@ class Storage(Protocol):
         """Jobs running with an expired lease go back to queued (or to failed when they have no
         attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
 
-    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+    def prune(
+        self,
+        *,
+        older_than: datetime,
+        workers_older_than: datetime,
+        audit_older_than: datetime | None = None,
+    ) -> dict[str, int]:
         """Delete finished jobs that finished before `older_than`, slot history behind each
-        ledger cursor recorded before it, ledger rows removed from code before it, and worker
-        rows whose heartbeat is older than `workers_older_than`. Returns counts per table."""
+        ledger cursor recorded before it, ledger rows removed from code before it, worker
+        rows whose heartbeat is older than `workers_older_than`, and audit entries written
+        before `audit_older_than` (None: keep them all). Returns counts per table."""
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""

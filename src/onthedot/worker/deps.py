@@ -77,3 +77,4 @@ class WorkerDeps:
     retention: timedelta
     wakeups: JobsWakeups
     scheduler: SchedulerFactory | None = None
+    audit_retention: timedelta | None = None  # None: the audit log is kept forever

@@ -174,6 +174,9 @@ WHERE h.recorded_at < %(before)s
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < %(before)s;
 
+-- name: prune_audit
+DELETE FROM onthedot_audit WHERE at < %(before)s;
+
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < %(before)s;
 

@@ -137,6 +137,9 @@ WHERE recorded_at < :before
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < :before;
 
+-- name: prune_audit
+DELETE FROM onthedot_audit WHERE at < :before;
+
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < :before;
 
