@@ -54,6 +54,7 @@ class App:
         lease: float = 30.0,
         retention: str | timedelta = "7d",
         audit_retention: str | timedelta | None = "90d",
+        keep_removed_jobs: bool = False,
         pool_size: int = 10,
         log_events: bool = True,
     ) -> None:
@@ -71,6 +72,7 @@ class App:
             else parse_duration(audit_retention, what="audit_retention")
         )
         self.pool_size = pool_size
+        self.keep_removed_jobs = keep_removed_jobs
         self.events = EventBus()
         if log_events:
             self.events.subscribe(LoggingSubscriber())
@@ -249,6 +251,7 @@ class App:
             worker_id=worker_id,
             stopping=stopping,
             batch=batch,
+            keep_removed_jobs=self.keep_removed_jobs,
         )
 
     # -- workers ----------------------------------------------------------------------------

@@ -151,8 +151,10 @@ class SyncTransaction(Protocol):
     fenced: bool  # a newer generation is alive: nothing may be written
     rows: list[LedgerRow]  # the rows to plan from (empty when fenced)
 
-    def apply(self, report: SyncReport) -> None:
-        """Write the report's inserts, restarts and removals (nothing when fenced)."""
+    def apply(self, report: SyncReport, *, cancel_jobs_of: Sequence[str] = ()) -> dict[str, int]:
+        """Write the report's inserts, restarts and removals (nothing when fenced), after
+        cancelling the queued jobs of the removed keys in `cancel_jobs_of`, in the same
+        transaction. Returns the number of jobs cancelled per key."""
 
 
 class TickTransaction(Protocol):

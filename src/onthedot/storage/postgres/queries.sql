@@ -362,6 +362,12 @@ FROM unnest(%(key)s::text[], %(fingerprint)s::text[], %(spec)s::text[], %(timezo
      AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
 WHERE s.key = v.key;
 
+-- name: cancel_removed_jobs
+-- Before ledger_remove, in the sync transaction (the ledger rows are locked by sync_rows).
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = %(now)s
+WHERE schedule_key = ANY(%(key)s::text[]) AND state = 'queued'
+RETURNING schedule_key;
+
 -- name: ledger_remove
 UPDATE onthedot_schedules
 SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,

@@ -304,6 +304,12 @@ SET fingerprint = :fingerprint, spec = :spec, timezone = :timezone, cursor = :cu
     repaired_reason = :reason, updated_at = :now
 WHERE key = :key;
 
+-- name: cancel_removed_jobs
+-- Before ledger_remove, in the sync transaction.
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
+WHERE schedule_key = :key AND state = 'queued'
+RETURNING schedule_key;
+
 -- name: ledger_remove
 UPDATE onthedot_schedules
 SET removed_at = :now, next_due_at = NULL, generation = :generation,
