@@ -57,6 +57,8 @@ class App:
         clock: Clock | None = None,
         lease: float = 30.0,
         retention: str | timedelta = "7d",
+        audit_retention: str | timedelta | None = "90d",
+        keep_removed_jobs: bool = False,
         pool_size: int = 10,
         log_events: bool = True,
     ) -> None:
@@ -68,7 +70,13 @@ class App:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
         self.retention = parse_duration(retention, what="retention")
+        self.audit_retention = (
+            None
+            if audit_retention is None
+            else parse_duration(audit_retention, what="audit_retention")
+        )
         self.pool_size = pool_size
+        self.keep_removed_jobs = keep_removed_jobs
         self.events = EventBus()
         if log_events:
             self.events.subscribe(LoggingSubscriber())
@@ -302,6 +310,7 @@ class App:
             worker_id=worker_id,
             stopping=stopping,
             batch=batch,
+            keep_removed_jobs=self.keep_removed_jobs,
         )
 
     def _sync_declared(self) -> None:
@@ -328,6 +337,7 @@ class App:
             check_schema=self.check_schema,
             lease=self.lease,
             retention=self.retention,
+            audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,
             instrumentation=self.instrumentation,

@@ -104,14 +104,20 @@ def _parse_sqlite(url: str, rest: str) -> DatabaseConfig:
         raise ConfigurationError(
             f"SQLite URL {mask_url(url)!r} names no file: use sqlite:///onthedot.db"
         )
-    options = tuple(parse_qsl(query))
-    allowed = {"synchronous", "busy_timeout"}
-    for key, _ in options:
-        if key not in allowed:
+    options = tuple(parse_qsl(query, keep_blank_values=True))
+    seen: set[str] = set()
+    for key, value in options:
+        if key not in _SQLITE_OPTIONS:
             raise ConfigurationError(
                 f"unknown SQLite URL option {key!r} in {mask_url(url)!r}: "
-                f"allowed are {sorted(allowed)}"
+                f"allowed are {sorted(_SQLITE_OPTIONS)}"
             )
+        if key in seen:
+            raise ConfigurationError(
+                f"URL option {key!r} is given twice in {mask_url(url)!r}: keep one"
+            )
+        seen.add(key)
+        _check_option(url, key, value, _SQLITE_OPTIONS[key])
     if path != ":memory:":
         path = str(Path(path))
     return DatabaseConfig(backend="sqlite", url=url, path=path, options=options)
@@ -124,11 +130,76 @@ def _parse_postgres(url: str, scheme: str) -> DatabaseConfig:
     try:
         parts = urlsplit(normalized)
         _ = parts.port  # raises ValueError on a non-numeric port
-        conninfo_to_dict(normalized)
+        params = conninfo_to_dict(normalized)
     except Exception as exc:  # psycopg.ProgrammingError or ValueError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigurationError(
             f"malformed PostgreSQL URL {mask_url(url)!r}: {detail}; "
             "expected postgresql://user@host:5432/db"
         ) from None
+    for key, value in params.items():
+        rule = _POSTGRES_OPTIONS.get(key)
+        if rule is not None and value is not None:
+            for part in str(value).split(",") if key == "port" else [str(value)]:  # multi-host
+                _check_option(url, key, part, rule)
     return DatabaseConfig(backend="postgresql", url=normalized)
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """A number from `low` to `high` (`whole`: an integer); `accepted` says so in messages."""
+
+    low: float
+    high: float
+    accepted: str
+    whole: bool = True
+
+
+_Rule = _Range | tuple[str, ...]  # a range, or the accepted words (case-insensitive)
+_SECONDS = _Range(0, 86_400, "a whole number of seconds from 0 to 86400")
+_FLAG = _Range(0, 1, "0 or 1")
+_SQLITE_OPTIONS: dict[str, _Rule] = {
+    "busy_timeout": _Range(0, 3_600, "a number of seconds from 0 to 3600", whole=False),
+    "synchronous": ("off", "normal", "full", "extra"),
+}
+# The libpq options whose value has a fixed form; the others (host, user, options, file
+# paths, application_name ...) are free text that the server or libpq judges.
+_POSTGRES_OPTIONS: dict[str, _Rule] = {
+    "port": _Range(1, 65_535, "a port from 1 to 65535"),
+    "connect_timeout": _SECONDS,
+    "keepalives": _FLAG,
+    "keepalives_idle": _SECONDS,
+    "keepalives_interval": _SECONDS,
+    "keepalives_count": _Range(0, 1_000, "a whole number of probes from 0 to 1000"),
+    "tcp_user_timeout": _Range(0, 86_400_000, "whole milliseconds from 0 to 86400000"),
+    "sslcompression": _FLAG,
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": (
+        *("any", "read-write", "read-only"),
+        *("primary", "standby", "prefer-standby"),
+    ),
+    "load_balance_hosts": ("disable", "random"),
+}
+
+
+def _check_option(url: str, key: str, value: str, rule: _Rule) -> None:
+    """Raise ConfigurationError (one line: the option, its value, what it accepts) unless
+    `value` follows `rule`."""
+    if isinstance(rule, tuple):
+        if value.strip().lower() in rule:
+            return
+        accepted = "one of " + ", ".join(rule)
+    else:
+        number: float | None
+        try:
+            number = int(value) if rule.whole else float(value)
+        except ValueError:
+            number = None
+        if number is not None and rule.low <= number <= rule.high:  # NaN and inf fail here
+            return
+        accepted = rule.accepted
+    raise ConfigurationError(
+        f"URL option {key!r} is {value[:40]!r} in {mask_url(url)!r}: use {accepted}"
+    )

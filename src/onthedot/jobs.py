@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 from onthedot.clock import Clock
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered
+from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
@@ -71,6 +72,17 @@ class Enqueuer:
 
     def _insert(self, jobs: Sequence[NewJob], connection: Connection) -> list[int]:
         return self._storage().enqueue(jobs, connection=connection)
+
+    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: Connection) -> list[int]:
+        """`enqueue` inside the caller's async transaction (a psycopg AsyncConnection). The
+        workers are not woken: the transaction may still roll back."""
+        ids = await self._storage().aenqueue(jobs, connection=connection)
+        if self._events.wants(JobEnqueued):
+            for job_id, job in zip(ids, jobs, strict=True):
+                self._events.emit(
+                    JobEnqueued(job_id, job.name, job.queue, job.schedule_key, job.slot)
+                )
+        return ids
 
 
 class JobFunction(Generic[P, R]):
@@ -153,6 +165,8 @@ class JobFunction(Generic[P, R]):
             raise ValueError(f"job {self.name!r}: max_attempts must be >= 1, got {attempts}")
         if unique_key is not None and (not isinstance(unique_key, str) or not unique_key):
             raise ValueError(f"job {self.name!r}: unique_key must be a non-empty string")
+        if unique_key is not None:
+            check_text(unique_key, f"job {self.name!r}: unique_key", name=True)
         return {
             "queue": _check_queue(self.queue if queue is None else queue),
             "priority": _check_priority(self.priority if priority is None else priority),
@@ -192,8 +206,14 @@ class JobFunction(Generic[P, R]):
         return self.enqueuer.enqueue([job], connection=connection)[0]
 
     async def aenqueue(self, *args: Any, **kwargs: Any) -> int:
-        """`enqueue` for async callers: the same storage verb, run off the event loop."""
-        return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+        """`enqueue` for async callers: the same storage verb, run off the event loop. With
+        `connection=` (a psycopg AsyncConnection), inside the caller's open transaction."""
+        connection = kwargs.pop("connection", None)
+        if connection is None:
+            return await asyncio.to_thread(self.enqueue, *args, **kwargs)
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
+        job = self.build(args, kwargs, **options)
+        return (await self.enqueuer.aenqueue([job], connection=connection))[0]
 
     def enqueue_many(
         self,
@@ -322,7 +342,7 @@ def _plain_arity(signature: inspect.Signature) -> tuple[int, int] | None:
 def _check_queue(queue: str) -> str:
     if not isinstance(queue, str) or not queue or len(queue) > 100 or "," in queue:
         raise ValueError(f"invalid queue name {queue!r}: use 1-100 characters without commas")
-    return queue
+    return check_text(queue, "queue name", name=True)
 
 
 def _check_priority(priority: int) -> int:

@@ -32,6 +32,7 @@ from tests.torture.pgcluster import PrivateCluster
 
 pytestmark = pytest.mark.slow
 
+OUTAGE = 15.0  # seconds the server stays down, at least
 TICK = 1.0  # a slot due this long before the crash may not have been claimed yet
 ERROR_LINE = re.compile(r"ERROR onthedot event=database_error where=(\S+|\"[^\"]*\") error=")
 
@@ -107,6 +108,9 @@ def test_workers_ride_out_a_database_outage(
         late = fleet.start("-q", "late")
         wait_for(lambda: len(_error_lines(late)) >= 2, "two database_error lines", 90)
         wait_for(lambda: _error_lines(running), "the running worker to notice the outage")
+        # The fault injected is an outage of OUTAGE seconds at least (workers now report a
+        # refused connection at once, so the lines above no longer take 10 s each).
+        wait_for(lambda: time.time() - down >= OUTAGE, "the outage to last", OUTAGE + 5)
         private_cluster.start()
         up = time.time()
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import format_duration, parse_duration
+from onthedot.domain.fields import text_problem
 from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.domain.specs import Spec, SpecError, fingerprint, load_timezone, parse_spec
 
@@ -152,6 +153,8 @@ def validate(
         err(f"key is {len(key)} characters, over the limit of {MAX_KEY_LENGTH}")
     elif not key.strip("."):
         err("key must not be dots only: it would be a `..` segment of the admin's URLs")
+    elif (problem := text_problem(key, "key", name=True)) is not None:
+        err(problem)
 
     spec: Spec | None = None
     try:
@@ -186,6 +189,8 @@ def validate(
             )
     if decl.queue is not None and (not isinstance(decl.queue, str) or not decl.queue):
         err(f"queue {decl.queue!r} must be a non-empty string")
+    elif decl.queue is not None and (problem := text_problem(decl.queue, "queue", name=True)):
+        err(problem)
     if decl.priority is not None and (
         isinstance(decl.priority, bool) or not isinstance(decl.priority, int)
     ):

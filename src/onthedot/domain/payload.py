@@ -9,10 +9,13 @@ import threading
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, TypeAlias, cast
 
+from onthedot.domain.fields import check_text
+
 # A JSON value as `json.loads` returns it (job arguments and results, schedule definitions,
 # audit details, the JSON views of the CLI and the web).
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 JsonObject: TypeAlias = dict[str, JsonValue]
+
 
 MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments
 
@@ -55,19 +58,7 @@ def check_json(value: object, where: str) -> JsonValue:
 
 
 def _check_text(text: str, path: str) -> None:
-    if "\x00" in text:
-        raise ValueError(
-            f"{path} contains a NUL character (\\x00), which PostgreSQL cannot store: "
-            "remove it, or pass binary data encoded (e.g. base64)"
-        )
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"{path} is not valid Unicode (a lone surrogate, as from undecodable bytes): "
-                "decode bytes properly, or pass them encoded (e.g. base64)"
-            ) from None
+    check_text(text, path)
 
 
 def _not_json(value: object) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from onthedot.clock import Clock
+from onthedot.domain.fields import check_text
 from onthedot.domain.ledger import AuditEntry
 from onthedot.domain.payload import JsonObject
 from onthedot.observability.events import EventBus, ScheduleChanged
@@ -22,6 +23,15 @@ def default_actor() -> str:
         return getpass.getuser()
     except Exception:  # no user name in this environment (containers)
         return "unknown"
+
+
+def check_operator_text(note: str | None, actor: str | None) -> None:
+    """Raise ValueError naming the field unless the note (free text) and the actor (a name,
+    printed one per line) can be stored by both databases."""
+    if note is not None:
+        check_text(note, "note")
+    if actor is not None:
+        check_text(actor, "actor", name=True)
 
 
 class AuditTrail:

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
+from onthedot.domain.fields import text_problem
 from onthedot.domain.jobs import MANUAL_PREFIX, NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.slots import slot_job
-from onthedot.schedules.audit import default_actor
+from onthedot.schedules.audit import check_operator_text, default_actor
 from onthedot.schedules.backfill import (
     BACKFILL_BOUND,
     BackfillResult,
@@ -61,11 +62,17 @@ class OperatorControls:
         self._retention = retention  # how long the slot history is kept (None: for ever)
         self._sync = sync  # the scheduler's sync: creates the ledger rows of the declarations
 
-    def _row(self, key: str) -> LedgerRow:
-        row = next(iter(self._storage().list_schedule_rows([key])), None)
-        if row is None and self._sync is not None and key in self._registry.declared():
-            self._sync()  # declared in this code: its row is made as a worker would make it
+    def _row(self, key: str, note: str | None = None, actor: str | None = None) -> LedgerRow:
+        """The schedule's ledger row, once the operator's `note` and `actor` are checked; a
+        declared schedule no worker has synced yet gets its row made on demand."""
+        check_operator_text(note, actor)
+        if text_problem(key, "key"):
+            row = None
+        else:
             row = next(iter(self._storage().list_schedule_rows([key])), None)
+            if row is None and self._sync is not None and key in self._registry.declared():
+                self._sync()  # declared in this code: its row is made as a worker would make it
+                row = next(iter(self._storage().list_schedule_rows([key])), None)
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -94,7 +101,7 @@ class OperatorControls:
     ) -> ScheduleView:
         """No slot fires until resumed (or until `until`, when it resumes by itself). Slots
         falling in the pause are counted as missed."""
-        self._row(key)
+        self._row(key, note, actor)
         now = self._views.now()
         if until is not None:
             until = _aware(until, "until")
@@ -120,7 +127,7 @@ class OperatorControls:
     ) -> ScheduleView:
         """Resume a paused schedule. Its cursor restarts now (the pause's slots stay missed)
         unless `catchup=True`, which lets the catch-up policy and window handle them."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         if not row.paused:
             raise ScheduleError(f"schedule {key!r} is not paused")
         sched = self._definition(key, row)
@@ -143,7 +150,7 @@ class OperatorControls:
     ) -> datetime:
         """Skip the next slot (or a named future slot): its history row is written ahead with
         outcome `skipped_operator`, and the unique key stops it from being enqueued."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         now = self._views.now()
         floor = max(now, row.cursor)
@@ -179,7 +186,7 @@ class OperatorControls:
         self, key: str, slot: datetime, *, note: str | None = None, actor: str | None = None
     ) -> None:
         """Remove an operator skip while the slot is still in the future."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         slot = _aware(slot, "slot")
         if slot <= max(self._views.now(), row.cursor):
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future any more")
@@ -192,7 +199,7 @@ class OperatorControls:
         (to the second) and `current_job().manual` is True; the slot history records it as
         `manual`. It moves no cursor; a run now in the very second of a due slot stands for
         that slot (the history holds one row per instant)."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         at = self._views.now().replace(microsecond=0)
         job = replace(
@@ -228,7 +235,7 @@ class OperatorControls:
         default) lists exactly which slots would be enqueued; slots already in the history are
         left alone, so a backfill can be repeated safely. More than BACKFILL_BOUND slots need
         force=True."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         start, end = _aware(start, "start"), _aware(end, "end")
         now = self._views.now()
@@ -292,7 +299,7 @@ class OperatorControls:
 
     def reset(self, key: str, *, note: str | None = None, actor: str | None = None) -> None:
         """Clear operator state (pause, future skips) back to what the code says."""
-        row = self._row(key)
+        row = self._row(key, note, actor)
         sched = self._definition(key, row)
         now = self._views.now()
         floor = max(now, row.cursor)

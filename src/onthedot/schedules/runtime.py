@@ -19,7 +19,9 @@ from onthedot.domain.definitions import (
     definition_to_declaration,
 )
 from onthedot.domain.errors import ScheduleError
+from onthedot.domain.fields import text_problem
 from onthedot.domain.ledger import LedgerRow
+from onthedot.schedules.audit import check_operator_text
 
 if TYPE_CHECKING:
     from onthedot.schedules.audit import AuditTrail
@@ -73,8 +75,13 @@ class RuntimeSchedules:
             )
         return sched
 
-    def _dynamic_row(self, key: str, verb: str) -> LedgerRow:
-        row = next(iter(self._storage().list_schedule_rows([key])), None)
+    def _dynamic_row(self, key: str, verb: str, actor: str | None) -> LedgerRow:
+        check_operator_text(None, actor)
+        row = (
+            None
+            if text_problem(key, "key")
+            else next(iter(self._storage().list_schedule_rows([key])), None)
+        )
         if row is None:
             if key in self._registry.declared():
                 raise ScheduleError(
@@ -107,8 +114,9 @@ class RuntimeSchedules:
                 f"schedule {key!r}: unknown option(s) {sorted(unknown)}; "
                 f"known: {', '.join(POLICY_FIELDS)}"
             )
+        check_operator_text(None, actor)
         if (
-            isinstance(key, str)
+            text_problem(key, "key", name=True) is None  # else reported by the validation
             and key not in self._registry.declared()
             and self._storage().list_schedule_rows([key])
         ):
@@ -129,7 +137,7 @@ class RuntimeSchedules:
         """Change a runtime schedule. A timing change (spec or time zone) restarts its cursor at
         now: no slot of the new timing before the edit fires. Other changes apply at the next
         fire."""
-        row = self._dynamic_row(key, "update")
+        row = self._dynamic_row(key, "update", actor)
         allowed = {"spec", "job", "args", "kwargs", *POLICY_FIELDS}
         unknown = set(changes) - allowed
         if unknown:
@@ -169,7 +177,7 @@ class RuntimeSchedules:
     def delete(self, key: str, *, keep_jobs: bool = False, actor: str | None = None) -> int:
         """Delete a runtime schedule at once. Its queued (not running) jobs are cancelled unless
         `keep_jobs`; returns how many were cancelled."""
-        self._dynamic_row(key, "delete")
+        self._dynamic_row(key, "delete", actor)
         cancelled = self._storage().delete_schedule(key, cancel_queued=not keep_jobs)
         self._audit.record(
             "deleted", key, actor, details={"cancelled_jobs": cancelled, "kept_jobs": keep_jobs}

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
-from onthedot.domain.ledger import DueRow, SlotOutcome, SyncReport, TickPlan
+from onthedot.domain.ledger import AuditEntry, DueRow, SlotOutcome, SyncReport, TickPlan
+from onthedot.domain.payload import JsonObject
 from onthedot.domain.slots import Decider, plan_sync
 from onthedot.observability.events import (
     DatabaseError,
@@ -73,6 +74,7 @@ class Scheduler:
         worker_id: str = "scheduler",
         stopping: threading.Event | None = None,
         batch: int = TICK_BATCH,
+        keep_removed_jobs: bool = False,
     ) -> None:
         self.storage = storage
         self.definitions = definitions
@@ -83,6 +85,7 @@ class Scheduler:
         self.lease = lease
         self.worker_id = worker_id
         self.batch = batch
+        self.keep_removed_jobs = keep_removed_jobs
         self.generation = 0
         self.fenced = False
         self.wake = threading.Event()
@@ -114,12 +117,23 @@ class Scheduler:
         with storage.sync_declared(
             generation=self.generation, fence_ttl=self.lease, keys=list(declared)
         ) as sync:
+            owned: list[str] = []
+            cancelled: dict[str, int] = {}
             if sync.fenced:
                 report = SyncReport(fenced=True)
             else:
                 report = plan_sync(sync.now, sync.rows, declared, self.generation)
-                sync.apply(report)
+                # Only a removal of a row this generation (or an older one) wrote retires its
+                # jobs: after a rollback, older code never cancels a newer schedule's jobs.
+                generations = {r.key: r.generation for r in sync.rows}
+                owned = [k for k in report.removals if generations[k] <= self.generation]
+                cancel = () if self.keep_removed_jobs else owned
+                cancelled = sync.apply(report, cancel_jobs_of=cancel)
         self._set_fenced(report.fenced)
+        keep = self.keep_removed_jobs
+        for key in owned:
+            details: JsonObject = {"cancelled_jobs": cancelled.get(key, 0), "kept_jobs": keep}
+            storage.add_audit(AuditEntry("onthedot", "removed", key=key, details=details))
         events = self.events
         for row in report.restarts:
             events.emit(LedgerRepaired(row.key, row.repaired_reason or "restarted"))

@@ -152,8 +152,10 @@ class SyncTransaction(Protocol):
     fenced: bool  # a newer generation is alive: nothing may be written
     rows: list[LedgerRow]  # the rows to plan from (empty when fenced)
 
-    def apply(self, report: SyncReport) -> None:
-        """Write the report's inserts, restarts and removals (nothing when fenced)."""
+    def apply(self, report: SyncReport, *, cancel_jobs_of: Sequence[str] = ()) -> dict[str, int]:
+        """Write the report's inserts, restarts and removals (nothing when fenced), after
+        cancelling the queued jobs of the removed keys in `cancel_jobs_of`, in the same
+        transaction. Returns the number of jobs cancelled per key."""
 
 
 class TickTransaction(Protocol):
@@ -206,6 +208,10 @@ class Storage(Protocol):
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
+    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: CallerConnection) -> list[int]:
+        """`enqueue(jobs, connection=connection)` for async callers: with a psycopg
+        AsyncConnection, inside its open transaction, awaited, never committing."""
+
     def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
@@ -245,10 +251,17 @@ class Storage(Protocol):
         """Jobs running with an expired lease go back to queued (or to failed when they have no
         attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
 
-    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+    def prune(
+        self,
+        *,
+        older_than: datetime,
+        workers_older_than: datetime,
+        audit_older_than: datetime | None = None,
+    ) -> dict[str, int]:
         """Delete finished jobs that finished before `older_than`, slot history behind each
-        ledger cursor recorded before it, ledger rows removed from code before it, and worker
-        rows whose heartbeat is older than `workers_older_than`. Returns counts per table."""
+        ledger cursor recorded before it, ledger rows removed from code before it, worker
+        rows whose heartbeat is older than `workers_older_than`, and audit entries written
+        before `audit_older_than` (None: keep them all). Returns counts per table."""
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""

@@ -80,3 +80,4 @@ class WorkerDeps:
     wakeups: JobsWakeups
     scheduler: SchedulerFactory | None = None
     instrumentation: Instrumentation | None = None
+    audit_retention: timedelta | None = None  # None: the audit log is kept forever

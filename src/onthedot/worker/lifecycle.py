@@ -146,6 +146,7 @@ class Worker:
             events=deps.events,
             lease=self.lease,
             retention=deps.retention,
+            audit_retention=deps.audit_retention,
             pipeline=self.pipeline,
             running=self.running,
             flags=self.flags,

@@ -73,6 +73,7 @@ class Keeper:
         backoff: DatabaseBackoff,
         enforce_timeouts: Callable[[float], None],
         refresh_paused: Callable[[float], None],
+        audit_retention: timedelta | None = None,
     ) -> None:
         self.worker_id = worker_id
         self.storage = storage
@@ -80,6 +81,7 @@ class Keeper:
         self.events = events
         self.lease = lease
         self.retention = retention
+        self.audit_retention = audit_retention
         self.heartbeat_every = min(max(lease / 3, 0.05), 10.0)
         self.pipeline = pipeline
         self.running = running
@@ -137,6 +139,7 @@ class Keeper:
         counts = self.storage.prune(
             older_than=now - self.retention,
             workers_older_than=now - timedelta(seconds=max(self.lease * 10, 3600)),
+            audit_older_than=None if self.audit_retention is None else now - self.audit_retention,
         )
         if any(counts.values()):
             log.info("pruned %s", " ".join(f"{k}={v}" for k, v in counts.items()))

@@ -48,9 +48,21 @@ class _Pool(ConnectionPool):
       and its caches stay hot, 15-25 % more single enqueues per second here. The least recently
       used connections stay at the front, where the pool's shrinking closes them.
     - Reconnect attempts after losing the server pause at most `_RECONNECT_EVERY` seconds.
+    - It keeps the reason of the latest failed connection attempt (`last_error`).
 
     Both hook private methods; if a psycopg_pool release renames what they touch, the pool
     falls back to its own order and backoff."""
+
+    last_error: BaseException | None = None  # why the latest connection attempt failed
+
+    def _connect(self, timeout: float | None = None) -> Any:
+        try:
+            conn = super()._connect(timeout)
+        except Exception as exc:
+            self.last_error = exc
+            raise
+        self.last_error = None
+        return conn
 
     def _add_connection(self, attempt: Any, growing: bool = False) -> None:
         if attempt is None and _Attempt is not None:

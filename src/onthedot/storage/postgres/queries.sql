@@ -175,6 +175,9 @@ WHERE h.recorded_at < %(before)s
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < %(before)s;
 
+-- name: prune_audit
+DELETE FROM onthedot_audit WHERE at < %(before)s;
+
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < %(before)s;
 
@@ -360,6 +363,12 @@ FROM unnest(%(key)s::text[], %(fingerprint)s::text[], %(spec)s::text[], %(timezo
      AS v(key, fingerprint, spec, timezone, cursor, next_due_at, reason)
 WHERE s.key = v.key;
 
+-- name: cancel_removed_jobs
+-- Before ledger_remove, in the sync transaction (the ledger rows are locked by sync_rows).
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = %(now)s
+WHERE schedule_key = ANY(%(key)s::text[]) AND state = 'queued'
+RETURNING schedule_key;
+
 -- name: ledger_remove
 UPDATE onthedot_schedules
 SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,
@@ -503,6 +512,11 @@ SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
 WHERE %(key)s::text IS NULL OR schedule_key = %(key)s
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: lock_schedule
+-- The ledger row, locked until the deleting transaction ends: a tick holding it commits first
+-- (and its job is cancelled), a later one finds no row.
+SELECT key FROM onthedot_schedules WHERE key = %(key)s FOR UPDATE;
 
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = now()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
+import psycopg
 from psycopg.rows import tuple_row
 
 from onthedot.domain.jobs import NewJob
@@ -45,6 +47,28 @@ def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime |
                 if row is None and job.unique_key is not None:
                     cur.execute(Q["find_unique"], params)
                     row = cur.fetchone()
+                if row is not None:
+                    ids.append(int(row[0]))
+                    break
+            else:  # pragma: no cover - only under extreme churn of one key
+                raise RuntimeError(f"could not enqueue job with unique_key {job.unique_key!r}")
+    return ids
+
+
+async def aenqueue_rows(
+    conn: psycopg.AsyncConnection[Any], jobs: Sequence[NewJob], now: datetime | None
+) -> list[int]:
+    """`enqueue_rows` inside the caller's async transaction (a psycopg AsyncConnection)."""
+    ids: list[int] = []
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        for job in jobs:
+            params = job_params(job, now)
+            for _ in range(5):
+                await cur.execute(Q["enqueue_one"], params, prepare=True)
+                row = await cur.fetchone()
+                if row is None and job.unique_key is not None:
+                    await cur.execute(Q["find_unique"], params)
+                    row = await cur.fetchone()
                 if row is not None:
                     ids.append(int(row[0]))
                     break

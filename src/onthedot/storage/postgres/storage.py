@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -10,6 +11,7 @@ from typing import Any, Self
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import PoolTimeout
 
 from onthedot.clock import Clock, SystemClock
@@ -20,7 +22,8 @@ from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
 from onthedot.storage.postgres.pool import _configure, _one_line, _Pool
-from onthedot.storage.postgres.rows import enqueue_rows
+from onthedot.storage.postgres.refusals import POOL_NAME, QUIET_POOL, describe_connect_error
+from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
@@ -57,10 +60,13 @@ class PostgresStorage(SqlStorage):
             kwargs={"autocommit": True},
             configure=_configure,
             timeout=10.0,
-            name="onthedot",
+            name=POOL_NAME,
         )
         self._open_lock = threading.Lock()
         self._opened = False
+        timeout = conninfo_to_dict(url).get("connect_timeout")
+        self._connect_timeout = int(timeout) if timeout else 10
+        logging.getLogger("psycopg.pool").addFilter(QUIET_POOL)  # once: the same filter object
 
     # -- connections --------------------------------------------------------------------------
     def _ensure_open(self) -> None:
@@ -68,8 +74,18 @@ class PostgresStorage(SqlStorage):
             return
         with self._open_lock:
             if not self._opened:
+                self._probe()
                 self._pool.open(wait=False)
                 self._opened = True
+
+    def _probe(self) -> None:
+        """One direct connection before the pool opens: a server that refuses (no such
+        database or role, wrong password, too many clients) or cannot be reached is reported
+        at once, with its reason, instead of after the pool's timeout and its retries."""
+        try:
+            psycopg.connect(self.url, connect_timeout=self._connect_timeout).close()
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
 
     def _write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._read()  # autocommit: one statement is its own transaction
@@ -81,6 +97,9 @@ class PostgresStorage(SqlStorage):
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
+            last = self._pool.last_error
+            if last is not None and describe_connect_error(self.display, last)[1]:
+                raise DatabaseUnavailable(describe_connect_error(self.display, last)[0]) from exc
             raise DatabaseUnavailable(
                 f"PostgreSQL at {self.display} is unreachable (no connection within "
                 f"{self._pool.timeout:.0f}s): check the host, port and that the server runs"
@@ -121,9 +140,7 @@ class PostgresStorage(SqlStorage):
         try:
             return psycopg.connect(self.url, autocommit=True)
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(
-                f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
-            ) from exc
+            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
 
     def close(self) -> None:
         if self._opened:
@@ -135,9 +152,7 @@ class PostgresStorage(SqlStorage):
             with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
                 conn.execute("SELECT 1")
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(
-                f"PostgreSQL at {self.display} is unreachable: {_one_line(exc)}"
-            ) from exc
+            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
 
     def db_now(self) -> datetime:
         with self._read() as conn:
@@ -197,7 +212,19 @@ class PostgresStorage(SqlStorage):
     def _enqueue_in(
         self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
     ) -> list[int]:
+        if isinstance(connection, psycopg.AsyncConnection):
+            raise TypeError(
+                "enqueue(connection=...) got a psycopg AsyncConnection: "
+                "use `await fn.aenqueue(..., connection=...)` in async code"
+            )
         return enqueue_rows(connection, jobs, now) if jobs else []
+
+    async def _aenqueue_in(
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
+    ) -> list[int]:
+        if not isinstance(connection, psycopg.AsyncConnection):  # a sync connection, as enqueue
+            return self._enqueue_in(connection, jobs, now)
+        return await aenqueue_rows(connection, jobs, now) if jobs else []
 
     def _notify(self, conn: psycopg.Connection[Any], queues: Iterable[str]) -> None:
         queues = list(queues)

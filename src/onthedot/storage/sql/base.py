@@ -50,6 +50,12 @@ class SqlBase(ABC):
         """Insert jobs inside the caller's own transaction (never committing)."""
 
     @abstractmethod
+    async def _aenqueue_in(
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
+    ) -> list[int]:
+        """`_enqueue_in` in the caller's async transaction (PostgreSQL: an AsyncConnection)."""
+
+    @abstractmethod
     def _notify(self, conn: Conn, queues: Iterable[str]) -> None:
         """Tell waiting workers that jobs of these queues are ready."""
 

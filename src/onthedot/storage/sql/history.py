@@ -56,6 +56,9 @@ class HistoryVerbs(SqlBase):
     def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
         cancelled = 0
         with self._tx() as conn:
+            # The row lock first: a tick holding it (its slot job not yet committed) is waited
+            # for, so the cancel below sees that job; a tick after this one finds no row.
+            self._run(conn, "lock_schedule", {"key": key})
             if cancel_queued:
                 params = {"key": key, "now": self.d.now(None)}
                 cancelled = int(self._run(conn, "cancel_schedule_jobs", params).rowcount)

@@ -38,6 +38,9 @@ class JobVerbs(SqlBase):
                 return [self._insert_job(conn, job, fixed) for job in jobs]
             return self._insert_many(conn, jobs, fixed)
 
+    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: CallerConnection) -> list[int]:
+        return await self._aenqueue_in(connection, jobs, self._fixed())
+
     def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
         params = {
             "worker_id": worker_id,

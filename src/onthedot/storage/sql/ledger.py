@@ -33,11 +33,17 @@ class SqlSync:
         self.fenced = fenced
         self.rows = rows
 
-    def apply(self, report: SyncReport) -> None:
-        """Write the plan's inserts, restarts and removals (nothing when fenced)."""
+    def apply(self, report: SyncReport, *, cancel_jobs_of: Sequence[str] = ()) -> dict[str, int]:
+        """Write the plan's inserts, restarts and removals (nothing when fenced); first cancel
+        the queued jobs of the removed keys in `cancel_jobs_of`. Returns how many per key."""
         if self.fenced:
-            return
+            return {}
         d, conn = self._storage.d, self._conn
+        cancelled: dict[str, int] = {}
+        if cancel_jobs_of:
+            keys = [{"key": k} for k in cancel_jobs_of]
+            for (key,) in d.batch(conn, "cancel_removed_jobs", keys, {"now": self._raw_now})[1]:
+                cancelled[key] = cancelled.get(key, 0) + 1
         shared = {"generation": self._generation, "now": self._raw_now}
         if report.inserts:
             d.batch(conn, "ledger_insert", [self._timing(r) for r in report.inserts], shared)
@@ -45,6 +51,7 @@ class SqlSync:
             d.batch(conn, "ledger_restart", [self._timing(r) for r in report.restarts], shared)
         if report.removals:
             d.batch(conn, "ledger_remove", [{"key": k} for k in report.removals], shared)
+        return cancelled
 
     def _timing(self, row: LedgerRow) -> dict[str, object]:
         d = self._storage.d

@@ -12,6 +12,13 @@ from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn
 
 _BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"}
+_ID_MIN, _ID_MAX = -(2**63), 2**63 - 1  # what a job id column holds on both databases
+
+
+def _id(job_id: int) -> int:
+    """A job id as a query parameter: one beyond any column matches no job (0), the same on
+    both databases (SQLite would raise OverflowError, PostgreSQL compare as numeric)."""
+    return job_id if _ID_MIN <= job_id <= _ID_MAX else 0
 
 
 class ReadVerbs(SqlBase):
@@ -43,13 +50,13 @@ class ReadVerbs(SqlBase):
             params["search_json"] = json.dumps(flt.search, ensure_ascii=self.d.search_ascii)[1:-1]
         if keyset and flt.before_id is not None:
             clauses.append(f"id < {p('before_id')}")
-            params["before_id"] = flt.before_id
+            params["before_id"] = min(max(flt.before_id, _ID_MIN), _ID_MAX)
         where = " AND ".join(clauses) if clauses else "1 = 1"
         return self.d.q[name].replace("{filter}", where), params
 
     def get_job(self, job_id: int) -> Job | None:
         with self._read() as conn:
-            row = self._one(conn, "get_job", {"id": job_id})
+            row = self._one(conn, "get_job", {"id": _id(job_id)})
         return decode.job(self.d, row) if row else None
 
     def list_jobs(self, flt: JobFilter) -> list[Job]:
@@ -88,7 +95,7 @@ class ReadVerbs(SqlBase):
         return sorted(stats, key=lambda s: s.queue)
 
     def _job_state(self, conn: Conn, job_id: int) -> str:
-        row = self._one(conn, "job_state", {"id": job_id})
+        row = self._one(conn, "job_state", {"id": _id(job_id)})
         if row is None:
             raise JobNotFound(f"no job with id {job_id}")
         return str(row[0])
@@ -111,7 +118,7 @@ class ReadVerbs(SqlBase):
     def _retry(self, job_id: int) -> Job:
         try:
             with self._tx() as conn:
-                params = {"id": job_id, "now": self.d.now(self._fixed())}
+                params = {"id": _id(job_id), "now": self.d.now(self._fixed())}
                 if self._one(conn, "retry_job", params) is None:
                     state = self._job_state(conn, job_id)
                     raise InvalidJobState(
@@ -134,7 +141,7 @@ class ReadVerbs(SqlBase):
 
     def _cancel(self, job_id: int) -> Job:
         with self._tx() as conn:
-            params = {"id": job_id, "now": self.d.now(self._fixed())}
+            params = {"id": _id(job_id), "now": self.d.now(self._fixed())}
             if (
                 self._one(conn, "cancel_queued", params) is None
                 and self._one(conn, "cancel_running", params) is None
@@ -147,7 +154,7 @@ class ReadVerbs(SqlBase):
 
     def _delete(self, job_id: int) -> None:
         with self._tx() as conn:
-            if self._one(conn, "delete_job", {"id": job_id}) is not None:
+            if self._one(conn, "delete_job", {"id": _id(job_id)}) is not None:
                 return
             self._job_state(conn, job_id)  # JobNotFound when there is no such job
         raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")

@@ -60,7 +60,13 @@ class WorkerVerbs(SqlBase):
             for r in (by_id[e[0]] for e in expired if e[0] in by_id)
         ]
 
-    def prune(self, *, older_than: datetime, workers_older_than: datetime) -> dict[str, int]:
+    def prune(
+        self,
+        *,
+        older_than: datetime,
+        workers_older_than: datetime,
+        audit_older_than: datetime | None = None,
+    ) -> dict[str, int]:
         before = self.d.instant(older_than)
         counts = {"jobs": 0}
         while True:
@@ -76,6 +82,9 @@ class WorkerVerbs(SqlBase):
             counts["workers"] = self._run(
                 conn, "prune_workers", {"before": self.d.instant(workers_older_than)}
             ).rowcount
+            if audit_older_than is not None:
+                audit_before = {"before": self.d.instant(audit_older_than)}
+                counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
         return counts
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:

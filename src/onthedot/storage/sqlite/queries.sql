@@ -137,6 +137,9 @@ WHERE recorded_at < :before
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < :before;
 
+-- name: prune_audit
+DELETE FROM onthedot_audit WHERE at < :before;
+
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < :before;
 
@@ -301,6 +304,12 @@ SET fingerprint = :fingerprint, spec = :spec, timezone = :timezone, cursor = :cu
     repaired_reason = :reason, updated_at = :now
 WHERE key = :key;
 
+-- name: cancel_removed_jobs
+-- Before ledger_remove, in the sync transaction.
+UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now
+WHERE schedule_key = :key AND state = 'queued'
+RETURNING schedule_key;
+
 -- name: ledger_remove
 UPDATE onthedot_schedules
 SET removed_at = :now, next_due_at = NULL, generation = :generation,
@@ -380,6 +389,10 @@ SELECT id, at, actor, action, schedule_key, note, details FROM onthedot_audit
 WHERE :key IS NULL OR schedule_key = :key
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: lock_schedule
+-- Inside BEGIN IMMEDIATE the whole database is already locked: a plain read.
+SELECT key FROM onthedot_schedules WHERE key = :key;
 
 -- name: cancel_schedule_jobs
 UPDATE onthedot_jobs SET state = 'cancelled', finished_at = :now

@@ -281,6 +281,11 @@ class SqliteStorage(SqlStorage):
             "enqueue(connection=...) needs PostgreSQL: SQLite has no shared transactions"
         )
 
+    async def _aenqueue_in(
+        self, connection: CallerConnection, jobs: Sequence[NewJob], now: datetime | None
+    ) -> list[int]:
+        return self._enqueue_in(connection, jobs, now)
+
     def _notify(self, conn: sqlite3.Connection, queues: Iterable[str]) -> None:
         """Nothing to send: other processes see the commit through `PRAGMA data_version`."""
 
