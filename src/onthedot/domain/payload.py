@@ -9,7 +9,7 @@ import threading
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments
+MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments or result
 
 
 def check_json(value: Any, where: str) -> None:
@@ -129,6 +129,18 @@ def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tup
             "limit; store large data elsewhere and pass a reference"
         )
     return args_json, kwargs_json
+
+
+def result_too_large(result: Any) -> str | None:
+    """The one-line error for a job result over `MAX_PAYLOAD_BYTES` of JSON (the arguments'
+    limit), or None if it fits. `result` is already known to be JSON."""
+    size = len(json.dumps(result))
+    if size <= MAX_PAYLOAD_BYTES:
+        return None
+    return (
+        f"ResultTooLarge: the result is {size} bytes of JSON, over the {MAX_PAYLOAD_BYTES} byte "
+        "limit; store large data elsewhere and return a reference"
+    )
 
 
 def _short(value: Any) -> str:
