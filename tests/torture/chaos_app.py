@@ -153,6 +153,17 @@ def tick() -> str:
     return slot.isoformat() if slot else ""
 
 
+def innocent(n: int, ms: int = 200) -> int:
+    """A job that only sleeps: it fails only if something else kills its worker."""
+    time.sleep(ms / 1000)
+    return n
+
+
+def poison() -> None:
+    """A job that kills its own worker process at once (as a segfault or the OOM killer would)."""
+    os._exit(1)
+
+
 def make_app(database_url: str | None = None, *, log_events: bool = True) -> App:
     offset = float(os.environ.get("ONTHEDOT_TEST_CLOCK_OFFSET", "0") or 0)
     application = App(
@@ -163,6 +174,8 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
     application.job(name="chaos.work", **options)(work)
+    application.job(name="chaos.innocent", max_attempts=3)(innocent)
+    application.job(name="chaos.poison", max_attempts=3)(poison)
     tick_job = application.job(name="chaos.tick", **options)(tick)
     for key, spec in SCHEDULES.items():
         application.schedule(key, spec, tick_job, catchup="all", catchup_window="1h")

@@ -207,11 +207,19 @@ class Storage(Protocol):
         queued-or-running job is not inserted: its slot in the result holds the existing id.
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
-    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
+    def claim_jobs(
+        self, worker_id: str, queue: str, limit: int, lease: float, *, shared: bool = False
+    ) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
         oldest run_at, first. No job is handed to two workers at once. A job with a lock key
-        is skipped while another job with that key runs."""
+        is skipped while another job with that key runs. `shared` (a worker's claim of jobs
+        run side by side): solo jobs are left out, and an attempt lost with the worker is not
+        charged (domain.rescue)."""
+
+    def claim_alone(self, worker_id: str, queue: str, lease: float) -> ClaimedJob | None:
+        """Claim the next ready solo job of `queue` (one lost beside others), as `claim_jobs`
+        does; its attempt is charged if its worker is lost. For a worker holding nothing."""
 
     def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,

@@ -79,11 +79,19 @@ class Pipeline:
         # extended, so a job claimed by a statement whose reply was lost expires and is
         # rescued instead of being held forever by a worker that does not know it has it.
         self.held: set[int] = set()
+        # A solo job (lost beside others when a worker died) is held alone: nothing more is
+        # claimed until it is finished and persisted (domain.rescue).
+        self.alone = False
 
     # -- the claimer ------------------------------------------------------------------------
     def wait_for_room(self) -> int:
         """How many jobs to claim now; 0 after a short wait for room."""
         with self.cond:
+            if self.alone:
+                if self.inflight or self.unpersisted:
+                    self.room.wait(0.1)
+                    return 0
+                self.alone = False
             free = self.max_inflight - self.inflight
             # Refill in batches: wait until half the room is free, unless the executors have
             # nothing left to start (then any room is worth a claim).
@@ -92,8 +100,14 @@ class Pipeline:
                 return 0
             return free
 
-    def add_claimed(self, jobs: list[ClaimedJob]) -> None:
+    def empty(self) -> bool:
+        """Nothing claimed is unfinished or unpersisted: the worker holds no job."""
         with self.cond:
+            return self.inflight == 0 and self.unpersisted == 0
+
+    def add_claimed(self, jobs: list[ClaimedJob], *, alone: bool = False) -> None:
+        with self.cond:
+            self.alone = alone
             self.buffer.extend(jobs)
             self.held.update(j.id for j in jobs)
             self.inflight += len(jobs)
@@ -132,7 +146,7 @@ class Pipeline:
         with self.cond:
             self.held.difference_update(job_ids)
             self.unpersisted -= count
-            if burst and not self.unpersisted:
+            if (burst or self.alone) and not self.unpersisted:
                 self.room.notify()
 
     # -- the keeper and shutdown ------------------------------------------------------------

@@ -33,11 +33,13 @@ FROM STDIN;
 UPDATE onthedot_jobs j
 SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     started_at = COALESCE(%(now)s::timestamptz, now()),
-    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = %(charge)s
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+      AND (NOT %(shared)s OR NOT q.solo)
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -48,8 +50,37 @@ WHERE j.id IN (
     FOR UPDATE SKIP LOCKED)
 -- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
 -- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
-RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts, j.max_attempts,
-          j.timeout, j.schedule_key, j.slot, j.priority, date_part('epoch', j.run_at);
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at);
+
+-- name: claim_alone
+-- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = true
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = %(queue)s
+      AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+      AND q.solo
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED)
+-- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
+-- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at);
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
@@ -131,7 +162,7 @@ FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs
+SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs
 WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
 ORDER BY lease_until
 LIMIT %(limit)s
@@ -149,8 +180,11 @@ SET state = v.state,
     errors = COALESCE(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempts, 'at', COALESCE(%(now)s::timestamptz, now()),
         'error', %(error)s::text, 'worker_id', j.worker_id)),
-    lease_until = NULL
-FROM unnest(%(id)s::bigint[], %(state)s::text[]) AS v(id, state)
+    lease_until = NULL,
+    lost = j.lost + v.lost,
+    solo = j.solo OR v.solo
+FROM unnest(%(id)s::bigint[], %(state)s::text[], %(lost)s::integer[], %(solo)s::boolean[])
+    AS v(id, state, lost, solo)
 WHERE j.id = v.id AND j.state = 'running'
 RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
 
@@ -216,8 +250,8 @@ SELECT count(*) FROM onthedot_jobs WHERE {filter};
 -- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
 -- older failures of a key: retrying them would break the key's uniqueness.
 UPDATE onthedot_jobs SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()),
-    attempts = 0, finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
-    cancel_requested = false
+    attempts = 0, lost = 0, solo = false, finished_at = NULL, started_at = NULL, worker_id = NULL,
+    lease_until = NULL, cancel_requested = false
 WHERE {filter} AND state IN ('failed', 'cancelled')
   AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
        WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))
@@ -233,8 +267,8 @@ DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
-SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()), attempts = 0,
-    finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
+SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()), attempts = 0, lost = 0,
+    solo = false, finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
     cancel_requested = false
 WHERE id = %(id)s AND state IN ('failed', 'cancelled')
 RETURNING id, queue;

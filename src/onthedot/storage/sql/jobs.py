@@ -37,19 +37,36 @@ class JobVerbs(SqlBase):
                 return [self._insert_job(conn, job, fixed) for job in jobs]
             return self._insert_many(conn, jobs, fixed)
 
-    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
+    def claim_jobs(
+        self, worker_id: str, queue: str, limit: int, lease: float, *, shared: bool = False
+    ) -> list[ClaimedJob]:
         params = {
             "worker_id": worker_id,
             "queue": queue,
             "limit": limit,
             "lease": lease,
             "now": self.d.now(self._fixed()),
+            "shared": self.d.flag(shared),
+            "charge": self.d.flag(not shared),
         }
+        return self._claim("claim_jobs", params)
+
+    def claim_alone(self, worker_id: str, queue: str, lease: float) -> ClaimedJob | None:
+        params = {
+            "worker_id": worker_id,
+            "queue": queue,
+            "lease": lease,
+            "now": self.d.now(self._fixed()),
+        }
+        jobs = self._claim("claim_alone", params)
+        return jobs[0] if jobs else None
+
+    def _claim(self, statement: str, params: dict[str, Any]) -> list[ClaimedJob]:
         rows: list[Any] = []
         for attempt in range(3):
             try:
                 with self._write() as conn:
-                    rows = self._run(conn, "claim_jobs", params, prepare=True).fetchall()
+                    rows = self._run(conn, statement, params, prepare=True).fetchall()
                 break
             except self.d.unique_violation:
                 # Two workers raced for the same lock key; the index kept it to one. Try again.

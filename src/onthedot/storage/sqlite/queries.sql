@@ -21,10 +21,11 @@ SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queue
 -- name: claim_jobs
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
-    lease_until = :now + :lease
+    lease_until = :now + :lease, charged = :charge
 WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+      AND (:shared = 0 OR q.solo = 0)
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -32,7 +33,28 @@ WHERE id IN (
                       WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
     ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT :limit)
-RETURNING id, name, args, kwargs, queue, attempts, max_attempts, timeout, schedule_key, slot,
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key, slot,
+          priority, run_at;
+
+-- name: claim_alone
+-- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
+UPDATE onthedot_jobs
+SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
+    lease_until = :now + :lease, charged = 1
+WHERE id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+      AND q.solo = 1
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT 1)
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key, slot,
           priority, run_at;
 
 -- name: finish_succeeded
@@ -99,7 +121,7 @@ FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
+SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until LIMIT :limit;
 
 -- name: rescue_job
@@ -112,7 +134,9 @@ SET state = :state,
     traceback = NULL,
     errors = json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
         'attempt', attempts, 'at', :now_iso, 'error', :error, 'worker_id', worker_id)),
-    lease_until = NULL
+    lease_until = NULL,
+    lost = lost + :lost,
+    solo = max(solo, :solo)
 WHERE id = :id AND state = 'running' AND lease_until < :now
 RETURNING id, name, attempts, state = 'queued', queue;
 
@@ -176,7 +200,7 @@ SELECT count(*) FROM onthedot_jobs WHERE {filter};
 -- name: bulk_retry
 -- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
 -- older failures of a key: retrying them would break the key's uniqueness.
-UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL,
+UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0, lost = 0, solo = 0, finished_at = NULL,
     started_at = NULL, worker_id = NULL, lease_until = NULL, cancel_requested = 0
 WHERE {filter} AND state IN ('failed', 'cancelled')
   AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
@@ -193,7 +217,7 @@ DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
-SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL, started_at = NULL,
+SET state = 'queued', run_at = :now, attempts = 0, lost = 0, solo = 0, finished_at = NULL, started_at = NULL,
     worker_id = NULL, lease_until = NULL, cancel_requested = 0
 WHERE id = :id AND state IN ('failed', 'cancelled')
 RETURNING id;
