@@ -16,6 +16,7 @@ of the same (job id, attempt) is counted in `runs`, never a second row.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -164,6 +165,18 @@ def poison() -> None:
     os._exit(1)
 
 
+async def blocker(seconds: float = 20.0) -> str:
+    """An async job that blocks its event loop (a sync call where an await belongs)."""
+    time.sleep(seconds)
+    return "returned"
+
+
+async def ticker(n: int) -> int:
+    """An async job that awaits briefly, as a well-behaved one does."""
+    await asyncio.sleep(0.05)
+    return n
+
+
 def make_app(database_url: str | None = None, *, log_events: bool = True) -> App:
     offset = float(os.environ.get("ONTHEDOT_TEST_CLOCK_OFFSET", "0") or 0)
     application = App(
@@ -176,6 +189,8 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     application.job(name="chaos.work", **options)(work)
     application.job(name="chaos.innocent", max_attempts=3)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
+    application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
+    application.job(name="chaos.ticker", max_attempts=1)(ticker)
     tick_job = application.job(name="chaos.tick", **options)(tick)
     for key, spec in SCHEDULES.items():
         application.schedule(key, spec, tick_job, catchup="all", catchup_window="1h")

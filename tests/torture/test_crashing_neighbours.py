@@ -62,9 +62,7 @@ def test_a_crashing_job_fails_alone(
             # Charged attempts: every execution minus those lost uncharged beside the culprit
             # (before the fix, the column did not exist: every execution was charged).
             lost_column = "lost" if _has_lost(db) else "0"
-            charged_of = dict(
-                db.rows(f"SELECT id, attempts - {lost_column} FROM onthedot_jobs")
-            )
+            charged_of = dict(db.rows(f"SELECT id, attempts - {lost_column} FROM onthedot_jobs"))
         finally:
             db.close()
         charged = [j for j in jobs if charged_of[j.id] > 1]

@@ -186,7 +186,9 @@ class Running:
     started: float  # monotonic
     deadline: float | None
     timed_out: bool = False
-    future: Future[Outcome] | None = None  # an async job's, on the event loop
+    future: Future[Outcome | None] | None = None  # an async job's, on the event loop
+    began: bool = False  # an async job's coroutine has started on its loop
+    submission: int = 0  # an async job resubmitted to a fresh loop: the older one never begins
 
 
 class RunningJobs:
@@ -228,7 +230,29 @@ class RunningJobs:
                     expired.append(running)
         return expired
 
-    def request_cancel(self, job_ids: Collection[int]) -> list[Future[Outcome]]:
+    def begin(self, running: Running, submission: int) -> bool:
+        """On the loop, as an async job's coroutine starts: False if it was moved to another
+        loop meanwhile (this submission must not run)."""
+        with self._lock:
+            if running.submission != submission:
+                return False
+            running.began = True
+            return True
+
+    def unstarted_async(self) -> list[Running]:
+        """Async jobs submitted to a loop that has not started them, each marked as moved (its
+        older submission will not run): to be submitted to a fresh loop."""
+        with self._lock:
+            moved = [
+                r
+                for r in self._running.values()
+                if r.future is not None and not r.began and not r.timed_out
+            ]
+            for running in moved:
+                running.submission += 1
+            return moved
+
+    def request_cancel(self, job_ids: Collection[int]) -> list[Future[Outcome | None]]:
         """Record cancel requests; the futures of those running as async jobs (to cancel
         outside the lock: cancelling runs the done callback, which takes it)."""
         self.cancel_requested.update(job_ids)
