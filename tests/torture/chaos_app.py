@@ -165,6 +165,11 @@ def poison() -> None:
     os._exit(1)
 
 
+def hang() -> None:
+    """A job that never returns (for as long as a test lasts)."""
+    time.sleep(3600)
+
+
 async def blocker(seconds: float = 20.0) -> str:
     """An async job that blocks its event loop (a sync call where an await belongs)."""
     time.sleep(seconds)
@@ -189,6 +194,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     application.job(name="chaos.work", **options)(work)
     application.job(name="chaos.innocent", max_attempts=3)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
+    application.job(name="chaos.hang", max_attempts=1)(hang)
     application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
     application.job(name="chaos.ticker", max_attempts=1)(ticker)
     tick_job = application.job(name="chaos.tick", **options)(tick)

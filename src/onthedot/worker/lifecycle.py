@@ -95,7 +95,8 @@ class Worker:
         max_inflight = concurrency + prefetch
         self.flags = Flags()
         self.threads = Threads()
-        self.pipeline = Pipeline(max_inflight, refill_at=max(1, min(batch_size, max_inflight // 2)))
+        refill_at = max(1, min(batch_size, max_inflight // 2))
+        self.pipeline = Pipeline(max_inflight, refill_at=refill_at, executors=concurrency)
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
         self.outcomes = outcomes

@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 PRUNE_EVERY = 300.0  # seconds between prunes, across all workers (a maintenance lease)
 PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
+HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
 
 
 class DatabaseBackoff:
@@ -108,6 +109,7 @@ class Keeper:
                     self.prune()
                     next_prune = now + 60.0
                 self.refresh_paused(now)
+                self.give_back_stale(now)
                 errors = 0
             except (OnthedotError, OSError) as exc:
                 errors += 1
@@ -122,6 +124,15 @@ class Keeper:
             for future in self.running.request_cancel(cancel):
                 future.cancel()
         self.running.forget_finished_cancels()
+
+    def give_back_stale(self, now: float) -> None:
+        """A prefetched job that waited `HOLD_LIMIT` s in the buffer (every executor busy, for
+        instance with a job that hangs) goes back to the queue, its attempt not counted, for
+        an idle worker to take; this worker then claims only for idle executors."""
+        stale = self.pipeline.take_stale(now - HOLD_LIMIT)
+        if stale:
+            self.storage.release_jobs(self.worker_id, stale)
+            log.info("gave back %d prefetched jobs that waited %ss", len(stale), HOLD_LIMIT)
 
     def rescue(self) -> None:
         rescued = self.storage.rescue_jobs()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue as queue_mod
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future
@@ -66,8 +67,14 @@ class Pipeline:
     One lock, two conditions: executors wait on `cond` for claimed jobs, the claimer waits on
     `room` for free capacity (or, in burst mode, for outcomes to be written)."""
 
-    def __init__(self, max_inflight: int, refill_at: int) -> None:
+    def __init__(self, max_inflight: int, refill_at: int, executors: int | None = None) -> None:
         self.max_inflight = max_inflight
+        self.executors = max_inflight if executors is None else executors
+        # Jobs waiting in the buffer: when each was claimed (monotonic), for `take_stale`.
+        self.claimed_at: dict[int, float] = {}
+        # Set when buffered jobs were given back for waiting too long: claim only for idle
+        # executors (no prefetch) until a job finishes.
+        self.hold_back = False
         self.refill_at = refill_at
         self.buffer: deque[ClaimedJob | Sentinel] = deque()
         lock = threading.RLock()
@@ -93,6 +100,11 @@ class Pipeline:
                     return 0
                 self.alone = False
             free = self.max_inflight - self.inflight
+            if self.hold_back:
+                free = min(free, self.executors - self.inflight)
+                if free <= 0:
+                    self.room.wait(0.1)
+                    return 0
             # Refill in batches: wait until half the room is free, unless the executors have
             # nothing left to start (then any room is worth a claim).
             if free <= 0 or (free < self.refill_at and self.buffer):
@@ -109,6 +121,8 @@ class Pipeline:
         with self.cond:
             self.alone = alone
             self.buffer.extend(jobs)
+            now = time.monotonic()
+            self.claimed_at.update((j.id, now) for j in jobs)
             self.held.update(j.id for j in jobs)
             self.inflight += len(jobs)
             self.cond.notify(len(jobs))  # one idle executor per job, no more
@@ -130,13 +144,17 @@ class Pipeline:
         with cond:
             while not buffer or (stopping.is_set() and buffer[0] is not STOP):
                 cond.wait()
-            return buffer.popleft()
+            job = buffer.popleft()
+            if job is not STOP:
+                self.claimed_at.pop(job.id, None)
+            return job
 
     def finished(self) -> None:
         """A taken job has its outcome (handed to the completer)."""
         with self.cond:
             self.unpersisted += 1
             self.inflight -= 1
+            self.hold_back = False
             free = self.max_inflight - self.inflight
             if free == self.refill_at or not self.buffer:
                 self.room.notify()  # only the claimer waits for room
@@ -159,10 +177,29 @@ class Pipeline:
         with self.cond:
             unstarted = [j.id for j in self.buffer if j is not STOP]
             self.buffer.clear()
+            self.claimed_at.clear()
             self.held.difference_update(unstarted)
             self.inflight -= len(unstarted)
             self.cond.notify_all()
             return unstarted
+
+    def take_stale(self, claimed_before: float) -> list[int]:
+        """Take out of the buffer the jobs claimed before monotonic `claimed_before` that no
+        executor has started (every one is busy); the ids, to be given back. Until a job
+        finishes, claims are then only for idle executors."""
+        with self.cond:
+            if not self.claimed_at or min(self.claimed_at.values()) >= claimed_before:
+                return []
+            stale = {i for i, t in self.claimed_at.items() if t < claimed_before}
+            kept = [j for j in self.buffer if j is STOP or j.id not in stale]
+            self.buffer.clear()
+            self.buffer.extend(kept)
+            for job_id in stale:
+                del self.claimed_at[job_id]
+            self.held.difference_update(stale)
+            self.inflight -= len(stale)
+            self.hold_back = True
+            return sorted(stale)
 
     def taken(self) -> int:
         with self.cond:
