@@ -4,7 +4,8 @@ Configuration comes from the environment, so each worker process can differ:
 - $ONTHEDOT_DATABASE_URL: the shared database (SQLite file or PostgreSQL);
 - $ONTHEDOT_TEST_LEASE: the lease in seconds (default 2, so killed workers' jobs come back fast);
 - $ONTHEDOT_TEST_CLOCK_OFFSET: seconds this worker's own clock is shifted by (clock skew; the
-  database clock still decides what is due).
+  database clock still decides what is due);
+- $ONTHEDOT_TEST_OLD_DEPLOY: set, the app is the older deploy that lacks `chaos.newjob`.
 
 A worker records (pid, time) in `torture_workers` once it is up. Two schedules: `every-second`
 (interval, `every 1s`) and `every-3s` (6-field cron with seconds), both with catch-up "all" and
@@ -165,6 +166,12 @@ def poison() -> None:
     os._exit(1)
 
 
+def newjob(n: int) -> int:
+    """A job only the newer deploy has (absent when $ONTHEDOT_TEST_OLD_DEPLOY is set)."""
+    time.sleep(0.005)
+    return n
+
+
 def hang() -> None:
     """A job that never returns (for as long as a test lasts)."""
     time.sleep(3600)
@@ -195,6 +202,8 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     application.job(name="chaos.innocent", max_attempts=3)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
     application.job(name="chaos.hang", max_attempts=1)(hang)
+    if not os.environ.get("ONTHEDOT_TEST_OLD_DEPLOY"):
+        application.job(name="chaos.newjob", max_attempts=3, backoff=BACKOFF)(newjob)
     application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
     application.job(name="chaos.ticker", max_attempts=1)(ticker)
     tick_job = application.job(name="chaos.tick", **options)(tick)

@@ -51,3 +51,9 @@ def health(ctx: Context) -> None:
         )
         sys.exit(1)
     click.echo(f"healthy: {app.database.display} ({storage.backend}), schema version {current}")
+    try:
+        unserved = app.unserved_jobs()
+    except Exception:  # a warning only: the database answered
+        unserved = []
+    for u in unserved:
+        click.echo(f"warning: {u.message()}")

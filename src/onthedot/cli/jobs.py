@@ -170,3 +170,5 @@ def queues(ctx: Context, as_json: bool) -> None:
             f"{s.queue[:16]:<16} {s.ready:>7} {s.queued:>7} {s.running:>7} "
             f"{s.succeeded:>9} {s.failed:>7} {s.cancelled:>9}{paused}"
         )
+    for u in ctx.app().unserved_jobs():
+        click.echo(f"warning: {u.message()}")

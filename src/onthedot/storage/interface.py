@@ -36,6 +36,7 @@ class WorkerInfo:
     concurrency: int
     scheduler: bool = True
     generation: int = 0
+    jobs: tuple[str, ...] = ()  # the job names it can run (registered in its code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,7 @@ class WorkerRow:
     stopping: bool
     heartbeat_age: float  # seconds, by the database clock
     running_jobs: int
+    jobs: tuple[str, ...] = ()  # the job names it can run
 
     def to_json(self) -> dict[str, Any]:
         from onthedot.domain.jobs import iso
@@ -62,6 +64,7 @@ class WorkerRow:
             "pid": self.pid,
             "queues": list(self.queues),
             "concurrency": self.concurrency,
+            "jobs": list(self.jobs),
             "scheduler": self.scheduler,
             "generation": self.generation,
             "started_at": iso(self.started_at),
@@ -208,18 +211,25 @@ class Storage(Protocol):
         With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
 
     def claim_jobs(
-        self, worker_id: str, queue: str, limit: int, lease: float, *, shared: bool = False
+        self,
+        worker_id: str,
+        queue: str,
+        limit: int,
+        lease: float,
+        *,
+        shared: bool = False,
+        names: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
         oldest run_at, first. No job is handed to two workers at once. A job with a lock key
-        is skipped while another job with that key runs. `shared` (a worker's claim of jobs
-        run side by side): solo jobs are left out, and an attempt lost with the worker is not
-        charged (domain.rescue)."""
+        is skipped while another job with that key runs. `names`: only these job names (None:
+        any). `shared` (a worker's claim): solo jobs left out, a lost attempt not charged."""
 
-    def claim_alone(self, worker_id: str, queue: str, lease: float) -> ClaimedJob | None:
-        """Claim the next ready solo job of `queue` (one lost beside others), as `claim_jobs`
-        does; its attempt is charged if its worker is lost. For a worker holding nothing."""
+    def claim_alone(
+        self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
+    ) -> ClaimedJob | None:
+        """Claim the next ready solo job of `queue` alone (domain.rescue); its attempt counts."""
 
     def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
@@ -248,6 +258,9 @@ class Storage(Protocol):
 
     def deregister_worker(self, worker_id: str) -> None:
         """Delete the worker's row."""
+
+    def queued_by_name(self) -> dict[str, int]:
+        """How many jobs are queued, by job name."""
 
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""

@@ -10,7 +10,7 @@ that path.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from onthedot.clock import Clock
@@ -77,8 +77,13 @@ class Claimer:
         wakeup: Wakeup,
         flags: Flags,
         backoff: DatabaseBackoff,
+        known: Mapping[str, object] | None = None,
     ) -> None:
         self.options = options
+        # The registry of the jobs this worker can run: it claims only those names, so a job
+        # added by a newer deploy waits for a worker that knows it (None: any name).
+        self.known = known
+        self._names: tuple[str, ...] = ()
         self.storage = storage
         self.clock = clock
         self.pipeline = pipeline
@@ -175,6 +180,14 @@ class Claimer:
                 timeout = min(timeout, ready_in)
         self.wakeup.wait(timeout)
 
+    def names(self) -> Sequence[str] | None:
+        """The job names this worker claims (rebuilt when a job is registered)."""
+        if self.known is None:
+            return None
+        if len(self._names) != len(self.known):
+            self._names = tuple(self.known)
+        return self._names
+
     def claim_alone(self) -> bool:
         """A worker holding nothing first looks for a solo job (one lost beside others when a
         worker died, domain.rescue) and runs it alone; at most once a second unless the last
@@ -187,7 +200,9 @@ class Claimer:
             return False
         self._alone_at = now
         for queue_name in self.paused.active(opts.queues):
-            job = self.storage.claim_alone(opts.worker_id, queue_name, opts.lease)
+            job = self.storage.claim_alone(
+                opts.worker_id, queue_name, opts.lease, names=self.names()
+            )
             if job is not None:
                 self._alone_at = 0.0  # look again as soon as this one is done
                 self.pipeline.add_claimed([job], alone=True)
@@ -205,7 +220,7 @@ class Claimer:
             if want <= 0:
                 return total, True  # no room left for this queue's jobs
             jobs = self.storage.claim_jobs(
-                opts.worker_id, queue_name, want, opts.lease, shared=True
+                opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
             )
             if jobs:
                 self.pipeline.add_claimed(jobs)

@@ -115,6 +115,7 @@ class Worker:
             wakeup=self.wakeup,
             flags=self.flags,
             backoff=self.backoff,
+            known=deps.jobs,
         )
         self.executors = Executors(
             worker_id=self.id,
@@ -235,6 +236,7 @@ class Worker:
             concurrency=self.concurrency,
             scheduler=self.scheduler is not None,
             generation=self.generation,
+            jobs=tuple(self.executors.jobs),
         )
 
     def _shutdown(self) -> None:

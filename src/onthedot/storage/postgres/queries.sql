@@ -40,6 +40,7 @@ WHERE j.id IN (
     WHERE q.state = 'queued' AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
       AND (NOT %(shared)s OR NOT q.solo)
+      AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -67,6 +68,7 @@ WHERE j.id IN (
     WHERE q.state = 'queued' AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
       AND q.solo
+      AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -141,11 +143,12 @@ RETURNING id, cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
-                              started_at, heartbeat_at)
+                              started_at, heartbeat_at, jobs)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(generation)s, %(queues)s, %(concurrency)s,
-        %(scheduler)s, COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
+        %(scheduler)s, COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+        %(jobs)s)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
-    generation = EXCLUDED.generation, stopping = false;
+    generation = EXCLUDED.generation, stopping = false, jobs = EXCLUDED.jobs;
 
 -- name: set_worker_stopping
 UPDATE onthedot_workers SET stopping = true WHERE id = %(worker_id)s;
@@ -157,7 +160,8 @@ DELETE FROM onthedot_workers WHERE id = %(worker_id)s;
 SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
        w.started_at, w.heartbeat_at, w.stopping,
        EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - w.heartbeat_at)::float8,
-       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running'),
+       w.jobs
 FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
@@ -312,6 +316,9 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.
 
 -- name: paused_queues
 SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: queued_by_name
+SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),

@@ -74,6 +74,7 @@ def worker(d: Dialect, r: Sequence[Any]) -> WorkerRow:
         stopping=bool(r[9]),
         heartbeat_age=float(r[10]),
         running_jobs=int(r[11]),
+        jobs=tuple(json.loads(r[12] or "[]")),
     )
 
 

@@ -38,9 +38,17 @@ class JobVerbs(SqlBase):
             return self._insert_many(conn, jobs, fixed)
 
     def claim_jobs(
-        self, worker_id: str, queue: str, limit: int, lease: float, *, shared: bool = False
+        self,
+        worker_id: str,
+        queue: str,
+        limit: int,
+        lease: float,
+        *,
+        shared: bool = False,
+        names: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         params = {
+            **self._names(names),
             "worker_id": worker_id,
             "queue": queue,
             "limit": limit,
@@ -51,8 +59,11 @@ class JobVerbs(SqlBase):
         }
         return self._claim("claim_jobs", params)
 
-    def claim_alone(self, worker_id: str, queue: str, lease: float) -> ClaimedJob | None:
+    def claim_alone(
+        self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
+    ) -> ClaimedJob | None:
         params = {
+            **self._names(names),
             "worker_id": worker_id,
             "queue": queue,
             "lease": lease,
@@ -60,6 +71,12 @@ class JobVerbs(SqlBase):
         }
         jobs = self._claim("claim_alone", params)
         return jobs[0] if jobs else None
+
+    def _names(self, names: Sequence[str] | None) -> dict[str, Any]:
+        return {
+            "any_name": self.d.flag(names is None),
+            "names": self.d.array(list(names or ())),
+        }
 
     def _claim(self, statement: str, params: dict[str, Any]) -> list[ClaimedJob]:
         rows: list[Any] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -28,6 +29,7 @@ class WorkerVerbs(SqlBase):
                     "queues": ",".join(worker.queues),
                     "concurrency": worker.concurrency,
                     "scheduler": self.d.flag(worker.scheduler),
+                    "jobs": json.dumps(sorted(worker.jobs)),
                     "now": self.d.now(self._fixed()),
                 },
             )

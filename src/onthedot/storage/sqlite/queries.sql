@@ -26,6 +26,7 @@ WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
+      AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -46,6 +47,7 @@ WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
       AND q.solo = 1
+      AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -102,10 +104,10 @@ RETURNING id, cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
-                              started_at, heartbeat_at)
-VALUES (:id, :hostname, :pid, :generation, :queues, :concurrency, :scheduler, :now, :now)
+                              started_at, heartbeat_at, jobs)
+VALUES (:id, :hostname, :pid, :generation, :queues, :concurrency, :scheduler, :now, :now, :jobs)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at,
-    generation = excluded.generation, stopping = 0;
+    generation = excluded.generation, stopping = 0, jobs = excluded.jobs;
 
 -- name: set_worker_stopping
 UPDATE onthedot_workers SET stopping = 1 WHERE id = :worker_id;
@@ -116,7 +118,8 @@ DELETE FROM onthedot_workers WHERE id = :worker_id;
 -- name: list_workers
 SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
        w.started_at, w.heartbeat_at, w.stopping, :now - w.heartbeat_at,
-       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running'),
+       w.jobs
 FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
@@ -254,6 +257,9 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 
 -- name: paused_queues
 SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: queued_by_name
+SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
