@@ -102,7 +102,7 @@ def jobs_list(
         run_at = j.run_at.strftime("%Y-%m-%d %H:%M:%S")
         att = f"{j.attempts}/{j.max_attempts}"
         click.echo(
-            f"{j.id:>8}  {j.state.value:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
+            f"{j.id:>8}  {j.shown_state:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
         )
 
 
@@ -120,6 +120,7 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
+    data["state"] = job.shown_state  # `claimed` while it waits in its worker
     for key, value in data.items():
         if key == "traceback" and value:
             click.echo("traceback:\n" + str(value))

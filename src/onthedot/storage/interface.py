@@ -244,11 +244,11 @@ class Storage(Protocol):
         lease: float,
         *,
         held: Collection[int] | None = None,
+        started: Collection[int] = (),
     ) -> set[int]:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
-        `held`, only of those jobs: the ones the worker knows it holds, so a job claimed by a
-        statement whose reply was lost expires and is rescued instead of being kept forever).
-        Return the ids among them whose cancellation was requested."""
+        `held`, only of those: a job claimed by a statement whose reply was lost then expires
+        and is rescued); `started`: held jobs now executing. Return those cancel-requested."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""

@@ -23,6 +23,9 @@ T = TypeVar("T")
 
 PRUNE_EVERY = 300.0  # seconds between prunes, across all workers (a maintenance lease)
 PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
+# A job that started is shown `running` (no longer `claimed`) by the next heartbeat: one comes
+# at most this many seconds after a start (one batched write for all the starts meanwhile).
+START_REPORT = 1.0
 HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
 
 
@@ -91,6 +94,7 @@ class Keeper:
 
     def run(self) -> None:
         next_beat = 0.0
+        last_beat = 0.0
         next_rescue = 0.0
         next_prune = time.monotonic() + 5.0
         errors = 0
@@ -99,8 +103,11 @@ class Keeper:
             now = time.monotonic()
             self.enforce_timeouts(now)
             try:
-                if now >= next_beat:
+                if now >= next_beat or (
+                    self.running.new_since_report and now >= last_beat + START_REPORT
+                ):
                     self.heartbeat()
+                    last_beat = now
                     next_beat = now + self.heartbeat_every
                 if now >= next_rescue:
                     self.rescue()
@@ -119,7 +126,8 @@ class Keeper:
 
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
-        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held)
+        started = self.running.started_ids()
+        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
         if cancel:
             for future in self.running.request_cancel(cancel):
                 future.cancel()

@@ -235,10 +235,12 @@ class RunningJobs:
         self._running: dict[int, Running] = {}
         self._lock = threading.Lock()
         self.cancel_requested: set[int] = set()
+        self.new_since_report = False  # a job started since the keeper last reported starts
 
     def add(self, running: Running) -> None:
         with self._lock:
             self._running[running.job.id] = running
+            self.new_since_report = True
 
     def remove(self, running: Running) -> bool:
         """Remove `running` (only that entry: a thread abandoned at its timeout may return
@@ -266,6 +268,12 @@ class RunningJobs:
                     running.timed_out = True
                     expired.append(running)
         return expired
+
+    def started_ids(self) -> list[int]:
+        """The ids of the jobs executing now (reported by the next heartbeat)."""
+        with self._lock:
+            self.new_since_report = False
+            return list(self._running)
 
     def begin(self, running: Running, submission: int) -> bool:
         """On the loop, as an async job's coroutine starts: False if it was moved to another

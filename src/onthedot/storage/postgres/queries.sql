@@ -34,7 +34,7 @@ UPDATE onthedot_jobs j
 SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     started_at = COALESCE(%(now)s::timestamptz, now()),
     lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    charged = %(charge)s
+    charged = %(charge)s, began = %(charge)s
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = %(queue)s
@@ -62,7 +62,7 @@ UPDATE onthedot_jobs j
 SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     started_at = COALESCE(%(now)s::timestamptz, now()),
     lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    charged = true
+    charged = true, began = true
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = %(queue)s
@@ -137,7 +137,8 @@ RETURNING id, cancel_requested;
 
 -- name: extend_held_leases
 UPDATE onthedot_jobs
-SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    began = began OR id = ANY(%(started)s::bigint[])
 WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
 RETURNING id, cancel_requested;
 
@@ -231,14 +232,14 @@ FROM onthedot_jobs WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]);
 -- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- The filter placeholder: the conditions of a JobFilter, built by the caller.
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: count_jobs

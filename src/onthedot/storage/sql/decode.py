@@ -57,6 +57,7 @@ def job(d: Dialect, r: Sequence[Any]) -> Job:
         traceback=r[20],
         cancel_requested=bool(r[21]),
         errors=[_utc_z(e) for e in d.json_in(r[22]) or []],
+        began=bool(r[23]),
     )
 
 

@@ -142,6 +142,7 @@ class JobVerbs(SqlBase):
         lease: float,
         *,
         held: Collection[int] | None = None,
+        started: Collection[int] = (),
     ) -> set[int]:
         params: dict[str, Any] = {
             "worker_id": worker_id,
@@ -154,6 +155,7 @@ class JobVerbs(SqlBase):
                 rows = self._run(conn, "extend_leases", params).fetchall()
             elif held:
                 params["ids"] = self.d.array(list(held))
+                params["started"] = self.d.array(list(started))
                 rows = self._run(conn, "extend_held_leases", params).fetchall()
             else:
                 rows = []

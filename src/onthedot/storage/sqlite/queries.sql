@@ -21,7 +21,7 @@ SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queue
 -- name: claim_jobs
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
-    lease_until = :now + :lease, charged = :charge
+    lease_until = :now + :lease, charged = :charge, began = :charge
 WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
@@ -42,7 +42,7 @@ RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout,
 -- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
-    lease_until = :now + :lease, charged = 1
+    lease_until = :now + :lease, charged = 1, began = 1
 WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
@@ -98,7 +98,8 @@ WHERE worker_id = :worker_id AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: extend_held_leases
-UPDATE onthedot_jobs SET lease_until = :now + :lease
+UPDATE onthedot_jobs SET lease_until = :now + :lease,
+    began = began OR id IN (SELECT value FROM json_each(:started))
 WHERE id IN (SELECT value FROM json_each(:ids)) AND worker_id = :worker_id AND state = 'running'
 RETURNING id, cancel_requested;
 
@@ -181,14 +182,14 @@ WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues));
 -- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE id = :id;
 
 -- name: list_jobs
 -- The filter placeholder: the conditions of a JobFilter, built by the caller.
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
 
 -- name: count_jobs
