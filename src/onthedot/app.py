@@ -21,6 +21,7 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
+from onthedot.domain.serving import Unserved, unserved
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -282,6 +283,12 @@ class App:
 
     def queue_stats(self) -> list[QueueStats]:
         return self.storage.queue_stats()
+
+    def unserved_jobs(self) -> list[Unserved]:
+        """Queued jobs of names that no live worker (heartbeat younger than the lease) knows."""
+        workers = self.storage.list_workers()
+        live = [w.jobs for w in workers if w.heartbeat_age <= self.lease and not w.stopping]
+        return unserved(self.storage.queued_by_name(), live)
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

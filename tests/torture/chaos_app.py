@@ -4,7 +4,8 @@ Configuration comes from the environment, so each worker process can differ:
 - $ONTHEDOT_DATABASE_URL: the shared database (SQLite file or PostgreSQL);
 - $ONTHEDOT_TEST_LEASE: the lease in seconds (default 2, so killed workers' jobs come back fast);
 - $ONTHEDOT_TEST_CLOCK_OFFSET: seconds this worker's own clock is shifted by (clock skew; the
-  database clock still decides what is due).
+  database clock still decides what is due);
+- $ONTHEDOT_TEST_OLD_DEPLOY: set, the app is the older deploy that lacks `chaos.newjob`.
 
 A worker records (pid, time) in `torture_workers` once it is up. Two schedules: `every-second`
 (interval, `every 1s`) and `every-3s` (6-field cron with seconds), both with catch-up "all" and
@@ -16,6 +17,7 @@ of the same (job id, attempt) is counted in `runs`, never a second row.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -153,6 +155,40 @@ def tick() -> str:
     return slot.isoformat() if slot else ""
 
 
+def innocent(n: int, ms: int = 200) -> int:
+    """A job that only sleeps: it fails only if something else kills its worker."""
+    time.sleep(ms / 1000)
+    return n
+
+
+def poison() -> None:
+    """A job that kills its own worker process at once (as a segfault or the OOM killer would)."""
+    os._exit(1)
+
+
+def newjob(n: int) -> int:
+    """A job only the newer deploy has (absent when $ONTHEDOT_TEST_OLD_DEPLOY is set)."""
+    time.sleep(0.005)
+    return n
+
+
+def hang() -> None:
+    """A job that never returns (for as long as a test lasts)."""
+    time.sleep(3600)
+
+
+async def blocker(seconds: float = 20.0) -> str:
+    """An async job that blocks its event loop (a sync call where an await belongs)."""
+    time.sleep(seconds)
+    return "returned"
+
+
+async def ticker(n: int) -> int:
+    """An async job that awaits briefly, as a well-behaved one does."""
+    await asyncio.sleep(0.05)
+    return n
+
+
 def make_app(database_url: str | None = None, *, log_events: bool = True) -> App:
     offset = float(os.environ.get("ONTHEDOT_TEST_CLOCK_OFFSET", "0") or 0)
     application = App(
@@ -163,6 +199,13 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
     application.job(name="chaos.work", **options)(work)
+    application.job(name="chaos.innocent", max_attempts=3)(innocent)
+    application.job(name="chaos.poison", max_attempts=3)(poison)
+    application.job(name="chaos.hang", max_attempts=1)(hang)
+    if not os.environ.get("ONTHEDOT_TEST_OLD_DEPLOY"):
+        application.job(name="chaos.newjob", max_attempts=3, backoff=BACKOFF)(newjob)
+    application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
+    application.job(name="chaos.ticker", max_attempts=1)(ticker)
     tick_job = application.job(name="chaos.tick", **options)(tick)
     for key, spec in SCHEDULES.items():
         application.schedule(key, spec, tick_job, catchup="all", catchup_window="1h")

@@ -96,14 +96,14 @@ class Fleet:
         self.lease = lease
         self.procs: list[Proc] = []
 
-    def start(self, *args: str, offset: float = 0.0) -> Proc:
+    def start(self, *args: str, offset: float = 0.0, env: dict[str, str] | None = None) -> Proc:
         log = self.tmp / f"worker-{len(self.procs)}.log"
         handle = log.open("wb")
         command = [sys.executable, "-m", "onthedot", "--app", APP, "worker", "-c", "4", *args]
         popen = subprocess.Popen(
             command,
             cwd=ROOT,
-            env=worker_env(self.url, lease=self.lease, offset=offset),
+            env={**worker_env(self.url, lease=self.lease, offset=offset), **(env or {})},
             stdout=handle,
             stderr=subprocess.STDOUT,
         )

@@ -2,7 +2,8 @@
 
 $ONTHEDOT_TEST_VERSION picks the code: version 1 declares `gone` and `stays`; version 2
 removes `gone` (and its job function) and adds `fresh`. Slot jobs of `gone` and `fresh` go to
-the queue `parked`, which the workers of the test do not serve (`-q default`), so every one is still queued to be counted.
+the queue `parked`, which the workers of the test do not serve (`-q default`), so every one is
+still queued to be counted.
 $ONTHEDOT_TEST_KEEP_REMOVED=1 builds the app with `keep_removed_jobs=True`.
 """
 

@@ -293,20 +293,30 @@ def test_system_exit_and_base_exceptions_do_not_kill_the_worker(app: App) -> Non
     ]
 
 
-def test_unknown_job_name_is_retried_then_failed_and_the_worker_continues(app: App) -> None:
+def test_unknown_job_name_waits_queued_for_a_worker_that_knows_it(app: App) -> None:
+    # Issue 12 item 2 (a rolling deploy): a worker claims only the job names it knows, so a
+    # job of another name keeps its attempts for a worker that has it. (Before, it was claimed,
+    # retried and failed with JobNotRegistered after its attempts.)
     @app.job(name="known")
     def known() -> str:
         return "known"
 
     [ghost] = app.storage.enqueue([NewJob(name="ghost.job", args=[], kwargs={}, max_attempts=2)])
     with running(app) as worker:
-        job = wait_state(app, ghost, JobState.FAILED)
         assert wait_state(app, known.enqueue(), JobState.SUCCEEDED).result == "known"
-        assert worker.processed == 3
-    assert job.attempts == 2
-    assert job.error is not None
-    assert job.error.startswith("JobNotRegistered: no job named 'ghost.job' is registered")
-    assert [e["attempt"] for e in job.errors] == [1, 2]
+        assert worker.processed == 1
+        assert [u.message() for u in app.unserved_jobs()] == [
+            "1 job of `ghost.job` waits and no live worker knows it"
+        ]
+    job = app.get_job(ghost)
+    assert (job.state, job.attempts, job.error) == (JobState.QUEUED, 0, None)
+
+    @app.job(name="ghost.job")
+    def ghost_job() -> str:
+        return "known now"
+
+    with running(app):
+        assert wait_state(app, ghost, JobState.SUCCEEDED).attempts == 1
 
 
 # -- cancellation ---------------------------------------------------------------------------------

@@ -68,6 +68,12 @@ def health(ctx: Context, check_worker: bool) -> None:
             click.echo(f"unhealthy: {problem}", err=True)
             sys.exit(1)
     click.echo(f"healthy: {database_label(app)} ({storage.backend}), schema version {current}")
+    try:
+        unserved = app.unserved_jobs()
+    except Exception:  # a warning only: the database answered
+        unserved = []
+    for u in unserved:
+        click.echo(f"warning: {u.message()}")
 
 
 def _worker_problem(lease: float, workers: list[WorkerRow], hostname: str) -> str | None:

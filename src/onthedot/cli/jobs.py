@@ -128,7 +128,7 @@ def jobs_list(
         run_at = iso(j.run_at.replace(microsecond=0))  # UTC, said by its Z
         att = f"{j.attempts}/{j.max_attempts}"
         click.echo(
-            f"{j.id:>8}  {j.state.value:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
+            f"{j.id:>8}  {j.shown_state:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
         )
 
 
@@ -146,6 +146,7 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
+    data["state"] = job.shown_state  # `claimed` while it waits in its worker
     for key, value in data.items():
         if key in ("traceback", "errors"):
             continue
@@ -243,3 +244,5 @@ def _queue_table(ctx: Context | None, as_json: bool) -> None:
             f"{s.queue[:16]:<16} {s.ready:>7} {s.queued:>7} {s.running:>7} "
             f"{s.succeeded:>9} {s.failed:>7} {s.cancelled:>9}{paused}"
         )
+    for u in ctx.app().unserved_jobs():
+        click.echo(f"warning: {u.message()}")

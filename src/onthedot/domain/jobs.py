@@ -101,6 +101,12 @@ class Job:
     traceback: str | None = None
     cancel_requested: bool = False
     errors: list[JsonObject] = field(default_factory=list)
+    began: bool = True  # False: running, but still waiting in its worker (claimed, not started)
+
+    @property
+    def shown_state(self) -> str:
+        """The state as listings show it: `claimed` for a running job not yet started."""
+        return "claimed" if self.state is JobState.RUNNING and not self.began else str(self.state)
 
     def to_json(self) -> JsonObject:
         """The JSON object shown by `jobs list --json` and the web UI."""
@@ -128,6 +134,7 @@ class Job:
             "traceback": self.traceback,
             "cancel_requested": self.cancel_requested,
             "errors": list[JsonValue](self.errors),
+            "began": self.began,
         }
 
 

@@ -17,7 +17,7 @@ JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, 
 JsonObject: TypeAlias = dict[str, JsonValue]
 
 
-MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments
+MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments or result
 
 
 def check_json(value: object, where: str) -> JsonValue:
@@ -126,6 +126,18 @@ def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tup
             "limit; store large data elsewhere and pass a reference"
         )
     return args_json, kwargs_json
+
+
+def result_too_large(result: JsonValue) -> str | None:
+    """The one-line error for a job result over `MAX_PAYLOAD_BYTES` of JSON (the arguments'
+    limit), or None if it fits. `result` is already known to be JSON."""
+    size = len(json.dumps(result))
+    if size <= MAX_PAYLOAD_BYTES:
+        return None
+    return (
+        f"ResultTooLarge: the result is {size} bytes of JSON, over the {MAX_PAYLOAD_BYTES} byte "
+        "limit; store large data elsewhere and return a reference"
+    )
 
 
 def _short(value: object) -> str:

@@ -16,14 +16,7 @@ from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
-from onthedot.domain.ledger import (
-    AuditEntry,
-    DueRow,
-    LedgerRow,
-    SlotRecord,
-    SyncReport,
-    TickPlan,
-)
+from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
 from onthedot.storage.wakeup import Wakeup
 
@@ -37,6 +30,7 @@ class WorkerInfo:
     concurrency: int
     scheduler: bool = True
     generation: int = 0
+    jobs: tuple[str, ...] = ()  # the job names it can run (registered in its code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +47,7 @@ class WorkerRow:
     stopping: bool
     heartbeat_age: float  # seconds, by the database clock
     running_jobs: int
+    jobs: tuple[str, ...] = ()  # the job names it can run
 
     def to_json(self) -> JsonObject:
         from onthedot.domain.jobs import iso
@@ -63,6 +58,7 @@ class WorkerRow:
             "pid": self.pid,
             "queues": list(self.queues),
             "concurrency": self.concurrency,
+            "jobs": list(self.jobs),
             "scheduler": self.scheduler,
             "generation": self.generation,
             "started_at": iso(self.started_at),
@@ -212,11 +208,26 @@ class Storage(Protocol):
         """`enqueue(jobs, connection=connection)` for async callers: with a psycopg
         AsyncConnection, inside its open transaction, awaited, never committing."""
 
-    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
+    def claim_jobs(
+        self,
+        worker_id: str,
+        queue: str,
+        limit: int,
+        lease: float,
+        *,
+        shared: bool = False,
+        names: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
         """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
         leased to `worker_id` until now+lease, counting an attempt; highest priority, then
         oldest run_at, first. No job is handed to two workers at once. A job with a lock key
-        is skipped while another job with that key runs."""
+        is skipped while another job with that key runs. `names`: only these job names (None:
+        any). `shared` (a worker's claim): solo jobs left out, a lost attempt not charged."""
+
+    def claim_alone(
+        self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
+    ) -> ClaimedJob | None:
+        """Claim the next ready solo job of `queue` alone (domain.rescue); its attempt counts."""
 
     def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
         """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
@@ -231,11 +242,11 @@ class Storage(Protocol):
         lease: float,
         *,
         held: Collection[int] | None = None,
+        started: Collection[int] = (),
     ) -> set[int]:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
-        `held`, only of those jobs: the ones the worker knows it holds, so a job claimed by a
-        statement whose reply was lost expires and is rescued instead of being kept forever).
-        Return the ids among them whose cancellation was requested."""
+        `held`, only of those: a job claimed by a statement whose reply was lost then expires
+        and is rescued); `started`: held jobs now executing. Return those cancel-requested."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""
@@ -243,6 +254,9 @@ class Storage(Protocol):
     def deregister_worker(self, worker_id: str, *, stopping: bool = False) -> None:
         """Delete the worker's row; with `stopping`, only mark it as shutting down (shown in
         listings) until it is deleted."""
+
+    def queued_by_name(self) -> dict[str, int]:
+        """How many jobs are queued, by job name."""
 
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onthedot.domain.jobs import QueueStats
+from onthedot.domain.serving import Unserved
 from onthedot.storage.interface import WorkerRow
 from onthedot.web.rendering import to_datetime
 
@@ -27,6 +28,7 @@ class Health:
     late_after: float
     now: datetime
     totals: dict[str, int] = field(default_factory=dict)
+    unserved: list[Unserved] = field(default_factory=list)  # jobs no live worker knows
 
     @classmethod
     def read(cls, app: App, now: datetime, late_after: float) -> Health:
@@ -36,6 +38,7 @@ class Health:
         return cls(
             queues=queues,
             workers=app.storage.list_workers(),
+            unserved=app.unserved_jobs(),
             schedules=app.schedules.views(),
             lease=app.lease,
             late_after=late_after,

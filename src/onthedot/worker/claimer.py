@@ -10,7 +10,7 @@ that path.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from onthedot.clock import Clock
@@ -64,6 +64,7 @@ class Claimer:
     # steady stream of jobs claims delayed jobs that came due at its next claim anyway.
     QUIET = 0.02
     BUSY_LOCK_RECHECK = 0.25  # a ready job whose lock key is held: how often to look again
+    ALONE_EVERY = 1.0  # how often an idle worker looks for a solo job
 
     def __init__(
         self,
@@ -76,8 +77,13 @@ class Claimer:
         wakeup: Wakeup,
         flags: Flags,
         backoff: DatabaseBackoff,
+        known: Mapping[str, object] | None = None,
     ) -> None:
         self.options = options
+        # The registry of the jobs this worker can run: it claims only those names, so a job
+        # added by a newer deploy waits for a worker that knows it (None: any name).
+        self.known = known
+        self._names: tuple[str, ...] = ()
         self.storage = storage
         self.clock = clock
         self.pipeline = pipeline
@@ -87,6 +93,7 @@ class Claimer:
         self.backoff = backoff
         self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
         self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
+        self._alone_at = 0.0  # monotonic: the last look for a solo job
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -173,15 +180,48 @@ class Claimer:
                 timeout = min(timeout, ready_in)
         self.wakeup.wait(timeout)
 
+    def names(self) -> Sequence[str] | None:
+        """The job names this worker claims (rebuilt when a job is registered)."""
+        if self.known is None:
+            return None
+        if len(self._names) != len(self.known):
+            self._names = tuple(self.known)
+        return self._names
+
+    def claim_alone(self) -> bool:
+        """A worker holding nothing first looks for a solo job (one lost beside others when a
+        worker died, domain.rescue) and runs it alone; at most once a second unless the last
+        look found one (every time in burst mode, which must not exit while one waits)."""
+        opts = self.options
+        now = time.monotonic()
+        if not opts.burst and now - self._alone_at < self.ALONE_EVERY:
+            return False
+        if not self.pipeline.empty():
+            return False
+        self._alone_at = now
+        for queue_name in self.paused.active(opts.queues):
+            job = self.storage.claim_alone(
+                opts.worker_id, queue_name, opts.lease, names=self.names()
+            )
+            if job is not None:
+                self._alone_at = 0.0  # look again as soon as this one is done
+                self.pipeline.add_claimed([job], alone=True)
+                return True
+        return False
+
     def claim(self, free: int) -> tuple[int, bool]:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         opts = self.options
+        if self.claim_alone():
+            return 1, False
         total = 0
         for queue_name in self.paused.active(opts.queues):
             want = min(free - total, opts.batch_size)
             if want <= 0:
                 return total, True  # no room left for this queue's jobs
-            jobs = self.storage.claim_jobs(opts.worker_id, queue_name, want, opts.lease)
+            jobs = self.storage.claim_jobs(
+                opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
+            )
             if jobs:
                 self.pipeline.add_claimed(jobs)
                 total += len(jobs)

@@ -10,7 +10,7 @@ from typing import TypeVar
 from onthedot.context import JobContext, reset_current, set_current
 from onthedot.domain.errors import JobNotRegistered, JobTimeout
 from onthedot.domain.jobs import ClaimedJob, Outcome, OutcomeKind
-from onthedot.domain.payload import JsonValue, check_json
+from onthedot.domain.payload import JsonValue, check_json, result_too_large
 from onthedot.domain.retry import Backoff
 
 _MAX_ERROR = 2000
@@ -49,6 +49,11 @@ def success(job: ClaimedJob, result: object) -> Outcome:
         except BaseException:  # not JSON, or an object whose repr raises while checking
             # The work is done; a result we cannot store must not make it run again.
             stored = {"repr": _text(result, repr)[:_MAX_ERROR], "note": "result was not JSON"}
+        else:
+            too_large = result_too_large(stored)
+            if too_large is not None:
+                # Not retried: the same code would return the same result again.
+                return Outcome(job.id, OutcomeKind.FAILED, error=too_large, attempt=job.attempt)
     return Outcome(job.id, OutcomeKind.SUCCEEDED, result=stored, attempt=job.attempt)
 
 

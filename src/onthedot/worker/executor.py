@@ -25,6 +25,22 @@ from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, Running, 
 
 log = logging.getLogger("onthedot.worker")
 
+# The async watchdog: an async job still running this long after its timeout did not let
+# asyncio cancel it (its loop is blocked, or it swallows the cancellation): it is failed with
+# JobTimeout by the keeper, as a sync job is; a loop that has not run its beat for
+# LOOP_BLOCKED seconds is abandoned for a fresh one.
+ASYNC_GRACE = 0.25
+LOOP_BEAT = 0.05
+LOOP_BLOCKED = 0.2
+
+
+async def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
+    """On an abandoned loop: wait for its other jobs, then stop it (its thread exits)."""
+    me = asyncio.current_task()
+    while any(task is not me for task in asyncio.all_tasks()):
+        await asyncio.sleep(0.1)
+    loop.stop()
+
 
 class Executors:
     """Runs the claimed jobs of `pipeline` and hands their outcomes to `outcomes`."""
@@ -56,6 +72,8 @@ class Executors:
         self.instrumentation = instrumentation or Instrumentation()
         self.clock = clock or SystemClock()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_beat = 0.0  # monotonic: the last beat of the current loop
+        self.loops = 0  # event loops started (each blocked one is replaced)
 
     # -- threads ----------------------------------------------------------------------------
     def start(self, concurrency: int) -> None:
@@ -74,12 +92,38 @@ class Executors:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self.loop = loop
+            self.loop_beat = time.monotonic()
+            loop.call_soon(self._beat, loop)
             ready.set()
             loop.run_forever()
             loop.close()
 
-        self.threads.start(run_loop, "onthedot-async")
+        self.threads.start(run_loop, f"onthedot-async-{self.loops}")
+        self.loops += 1
         ready.wait(5)
+
+    def _beat(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Runs on the loop every `LOOP_BEAT` s: the watchdog's proof that it is not blocked."""
+        if loop is self.loop:
+            self.loop_beat = time.monotonic()
+            loop.call_later(LOOP_BEAT, self._beat, loop)
+
+    def _abandon_loop(self, now: float) -> None:
+        """The loop is blocked (a job made a blocking call): new async jobs go to a fresh loop
+        at once; the blocked one finishes what it holds once unblocked, then stops."""
+        old = self.loop
+        if old is None or now - self.loop_beat < LOOP_BLOCKED:
+            return
+        log.warning(
+            "the async event loop has been blocked for %.1fs (an async job made a blocking "
+            "call); async jobs now run on a new event loop",
+            now - self.loop_beat,
+        )
+        self.loop = None
+        self.start_loop()
+        old.call_soon_threadsafe(lambda: old.create_task(_stop_when_idle(old)))
+        for running in self.running.unstarted_async():
+            self._submit(self.resolve(running.job.name), running.job, running)  # same `call`
 
     def stop_loop(self) -> None:
         if self.loop is not None:
@@ -157,16 +201,31 @@ class Executors:
     ) -> None:
         if self.loop is None:
             self.start_loop()
-        assert self.loop is not None
-        coro = execute.run_async(
-            cast(Callable[..., Awaitable[object]], fn), job, self._context(job), jf.backoff
-        )
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        running.future = future
-        running.deadline = None  # asyncio enforces the timeout itself
+        if running.deadline is not None:
+            # asyncio enforces the timeout itself; the keeper's watchdog only if it could not
+            running.deadline += ASYNC_GRACE
+        running.call = cast(Callable[..., Awaitable[object]], fn)
+        self._submit(jf, job, running)
 
-        def done(fut: Future[Outcome]) -> None:
-            self.running.discard(job.id)
+    def _submit(self, jf: RunnableJob, job: ClaimedJob, running: Running) -> None:
+        loop = self.loop
+        assert loop is not None
+        submission = running.submission
+
+        async def guarded() -> Outcome | None:
+            if not self.running.begin(running, submission):
+                return None  # moved to a fresh loop while this one was blocked
+            call = running.call or cast(Callable[..., Awaitable[object]], jf.fn)
+            return await execute.run_async(call, job, self._context(job), jf.backoff)
+
+        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
+        running.future = future
+
+        def done(fut: Future[Outcome | None]) -> None:
+            if fut is not running.future:
+                return  # an older submission, moved before it began
+            if self.running.remove(running):
+                return  # the watchdog already failed it: ignore what it did after
             try:
                 outcome = fut.result()
             except BaseException as exc:  # cancelled from outside the coroutine
@@ -175,6 +234,7 @@ class Executors:
                     if fut.cancelled()
                     else execute.failure(job, exc, jf.backoff)
                 )
+            assert outcome is not None  # only a moved submission returns None
             self.finish(job, outcome, running.started)
 
         future.add_done_callback(done)
@@ -188,6 +248,18 @@ class Executors:
         for running in self.running.expire(now):
             job = running.job
             jf = self.jobs.get(job.name)
+            if running.future is not None:
+                log.warning(
+                    "async job %s (%s) ran past its timeout of %ss without yielding to its "
+                    "event loop; it is failed and its result will be ignored",
+                    job.id,
+                    job.name,
+                    job.timeout,
+                )
+                outcome = execute.timed_out(job, jf.backoff if jf else None)
+                self.finish(job, outcome, running.started)
+                self._abandon_loop(now)
+                continue
             log.warning(
                 "job %s (%s) ran past its timeout of %ss; its thread is abandoned and "
                 "its result will be ignored",

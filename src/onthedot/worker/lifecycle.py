@@ -95,7 +95,8 @@ class Worker:
         max_inflight = concurrency + prefetch
         self.flags = Flags()
         self.threads = Threads()
-        self.pipeline = Pipeline(max_inflight, refill_at=max(1, min(batch_size, max_inflight // 2)))
+        refill_at = max(1, min(batch_size, max_inflight // 2))
+        self.pipeline = Pipeline(max_inflight, refill_at=refill_at, executors=concurrency)
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
         self.outcomes = outcomes
@@ -114,6 +115,7 @@ class Worker:
             wakeup=self.wakeup,
             flags=self.flags,
             backoff=self.backoff,
+            known=deps.jobs,
         )
         self.executors = Executors(
             worker_id=self.id,
@@ -237,6 +239,7 @@ class Worker:
             concurrency=self.concurrency,
             scheduler=self.scheduler is not None,
             generation=self.generation,
+            jobs=tuple(self.executors.jobs),
         )
 
     def _shutdown(self) -> None:

@@ -23,6 +23,10 @@ T = TypeVar("T")
 
 PRUNE_EVERY = 300.0  # seconds between prunes, across all workers (a maintenance lease)
 PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
+# A job that started is shown `running` (no longer `claimed`) by the next heartbeat: one comes
+# at most this many seconds after a start (one batched write for all the starts meanwhile).
+START_REPORT = 1.0
+HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
 
 
 class DatabaseBackoff:
@@ -92,6 +96,7 @@ class Keeper:
 
     def run(self) -> None:
         next_beat = 0.0
+        last_beat = 0.0
         next_rescue = 0.0
         next_prune = time.monotonic() + 5.0
         errors = 0
@@ -100,8 +105,11 @@ class Keeper:
             now = time.monotonic()
             self.enforce_timeouts(now)
             try:
-                if now >= next_beat:
+                if now >= next_beat or (
+                    self.running.new_since_report and now >= last_beat + START_REPORT
+                ):
                     self.heartbeat()
+                    last_beat = now
                     next_beat = now + self.heartbeat_every
                 if now >= next_rescue:
                     self.rescue()
@@ -110,6 +118,7 @@ class Keeper:
                     self.prune()
                     next_prune = now + 60.0
                 self.refresh_paused(now)
+                self.give_back_stale(now)
                 errors = 0
             except (OnthedotError, OSError) as exc:
                 errors += 1
@@ -119,13 +128,23 @@ class Keeper:
 
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
-        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held)
+        started = self.running.started_ids()
+        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
         if self.events.wants(WorkerHeartbeat):
             self.events.emit(WorkerHeartbeat(self.worker_id, len(held)))
         if cancel:
             for future in self.running.request_cancel(cancel):
                 future.cancel()
         self.running.forget_finished_cancels()
+
+    def give_back_stale(self, now: float) -> None:
+        """A prefetched job that waited `HOLD_LIMIT` s in the buffer (every executor busy, for
+        instance with a job that hangs) goes back to the queue, its attempt not counted, for
+        an idle worker to take; this worker then claims only for idle executors."""
+        stale = self.pipeline.take_stale(now - HOLD_LIMIT)
+        if stale:
+            self.storage.release_jobs(self.worker_id, stale)
+            log.info("gave back %d prefetched jobs that waited %ss", len(stale), HOLD_LIMIT)
 
     def rescue(self) -> None:
         rescued = self.storage.rescue_jobs()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import queue as queue_mod
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
@@ -66,8 +67,14 @@ class Pipeline:
     One lock, two conditions: executors wait on `cond` for claimed jobs, the claimer waits on
     `room` for free capacity (or, in burst mode, for outcomes to be written)."""
 
-    def __init__(self, max_inflight: int, refill_at: int) -> None:
+    def __init__(self, max_inflight: int, refill_at: int, executors: int | None = None) -> None:
         self.max_inflight = max_inflight
+        self.executors = max_inflight if executors is None else executors
+        # Jobs waiting in the buffer: when each was claimed (monotonic), for `take_stale`.
+        self.claimed_at: dict[int, float] = {}
+        # Set when buffered jobs were given back for waiting too long: claim only for idle
+        # executors (no prefetch) until a job finishes.
+        self.hold_back = False
         self.refill_at = refill_at
         self.buffer: deque[ClaimedJob | Sentinel] = deque()
         lock = threading.RLock()
@@ -79,12 +86,25 @@ class Pipeline:
         # extended, so a job claimed by a statement whose reply was lost expires and is
         # rescued instead of being held forever by a worker that does not know it has it.
         self.held: set[int] = set()
+        # A solo job (lost beside others when a worker died) is held alone: nothing more is
+        # claimed until it is finished and persisted (domain.rescue).
+        self.alone = False
 
     # -- the claimer ------------------------------------------------------------------------
     def wait_for_room(self) -> int:
         """How many jobs to claim now; 0 after a short wait for room."""
         with self.cond:
+            if self.alone:
+                if self.inflight or self.unpersisted:
+                    self.room.wait(0.1)
+                    return 0
+                self.alone = False
             free = self.max_inflight - self.inflight
+            if self.hold_back:
+                free = min(free, self.executors - self.inflight)
+                if free <= 0:
+                    self.room.wait(0.1)
+                    return 0
             # Refill in batches: wait until half the room is free, unless the executors have
             # nothing left to start (then any room is worth a claim).
             if free <= 0 or (free < self.refill_at and self.buffer):
@@ -92,9 +112,17 @@ class Pipeline:
                 return 0
             return free
 
-    def add_claimed(self, jobs: list[ClaimedJob]) -> None:
+    def empty(self) -> bool:
+        """Nothing claimed is unfinished or unpersisted: the worker holds no job."""
         with self.cond:
+            return self.inflight == 0 and self.unpersisted == 0
+
+    def add_claimed(self, jobs: list[ClaimedJob], *, alone: bool = False) -> None:
+        with self.cond:
+            self.alone = alone
             self.buffer.extend(jobs)
+            now = time.monotonic()
+            self.claimed_at.update((j.id, now) for j in jobs)
             self.held.update(j.id for j in jobs)
             self.inflight += len(jobs)
             self.cond.notify(len(jobs))  # one idle executor per job, no more
@@ -116,13 +144,17 @@ class Pipeline:
         with cond:
             while not buffer or (stopping.is_set() and buffer[0] is not STOP):
                 cond.wait()
-            return buffer.popleft()
+            job = buffer.popleft()
+            if job is not STOP:
+                self.claimed_at.pop(job.id, None)
+            return job
 
     def finished(self) -> None:
         """A taken job has its outcome (handed to the completer)."""
         with self.cond:
             self.unpersisted += 1
             self.inflight -= 1
+            self.hold_back = False
             free = self.max_inflight - self.inflight
             if free == self.refill_at or not self.buffer:
                 self.room.notify()  # only the claimer waits for room
@@ -132,7 +164,7 @@ class Pipeline:
         with self.cond:
             self.held.difference_update(job_ids)
             self.unpersisted -= count
-            if burst and not self.unpersisted:
+            if (burst or self.alone) and not self.unpersisted:
                 self.room.notify()
 
     # -- the keeper and shutdown ------------------------------------------------------------
@@ -145,10 +177,29 @@ class Pipeline:
         with self.cond:
             unstarted = [j.id for j in self.buffer if j is not STOP]
             self.buffer.clear()
+            self.claimed_at.clear()
             self.held.difference_update(unstarted)
             self.inflight -= len(unstarted)
             self.cond.notify_all()
             return unstarted
+
+    def take_stale(self, claimed_before: float) -> list[int]:
+        """Take out of the buffer the jobs claimed before monotonic `claimed_before` that no
+        executor has started (every one is busy); the ids, to be given back. Until a job
+        finishes, claims are then only for idle executors."""
+        with self.cond:
+            if not self.claimed_at or min(self.claimed_at.values()) >= claimed_before:
+                return []
+            stale = {i for i, t in self.claimed_at.items() if t < claimed_before}
+            kept = [j for j in self.buffer if j is STOP or j.id not in stale]
+            self.buffer.clear()
+            self.buffer.extend(kept)
+            for job_id in stale:
+                del self.claimed_at[job_id]
+            self.held.difference_update(stale)
+            self.inflight -= len(stale)
+            self.hold_back = True
+            return sorted(stale)
 
     def taken(self) -> int:
         with self.cond:
@@ -172,7 +223,10 @@ class Running:
     started: float  # monotonic
     deadline: float | None
     timed_out: bool = False
-    future: Future[Outcome] | None = None  # an async job's, on the event loop
+    future: Future[Outcome | None] | None = None  # an async job's, on the event loop
+    began: bool = False  # an async job's coroutine has started on its loop
+    submission: int = 0  # an async job resubmitted to a fresh loop: the older one never begins
+    call: Callable[..., Awaitable[object]] | None = None  # an async job's (instrumented) function
 
 
 class RunningJobs:
@@ -182,10 +236,12 @@ class RunningJobs:
         self._running: dict[int, Running] = {}
         self._lock = threading.Lock()
         self.cancel_requested: set[int] = set()
+        self.new_since_report = False  # a job started since the keeper last reported starts
 
     def add(self, running: Running) -> None:
         with self._lock:
             self._running[running.job.id] = running
+            self.new_since_report = True
 
     def remove(self, running: Running) -> bool:
         """Remove `running` (only that entry: a thread abandoned at its timeout may return
@@ -214,7 +270,35 @@ class RunningJobs:
                     expired.append(running)
         return expired
 
-    def request_cancel(self, job_ids: Collection[int]) -> list[Future[Outcome]]:
+    def started_ids(self) -> list[int]:
+        """The ids of the jobs executing now (reported by the next heartbeat)."""
+        with self._lock:
+            self.new_since_report = False
+            return list(self._running)
+
+    def begin(self, running: Running, submission: int) -> bool:
+        """On the loop, as an async job's coroutine starts: False if it was moved to another
+        loop meanwhile (this submission must not run)."""
+        with self._lock:
+            if running.submission != submission:
+                return False
+            running.began = True
+            return True
+
+    def unstarted_async(self) -> list[Running]:
+        """Async jobs submitted to a loop that has not started them, each marked as moved (its
+        older submission will not run): to be submitted to a fresh loop."""
+        with self._lock:
+            moved = [
+                r
+                for r in self._running.values()
+                if r.future is not None and not r.began and not r.timed_out
+            ]
+            for running in moved:
+                running.submission += 1
+            return moved
+
+    def request_cancel(self, job_ids: Collection[int]) -> list[Future[Outcome | None]]:
         """Record cancel requests; the futures of those running as async jobs (to cancel
         outside the lock: cancelling runs the done callback, which takes it)."""
         self.cancel_requested.update(job_ids)

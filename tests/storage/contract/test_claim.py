@@ -224,3 +224,10 @@ def test_verbs_on_the_database_clock(storage: Storage) -> None:
     assert job(storage, later).state is JobState.QUEUED
     stats = {s.queue: s for s in storage.queue_stats()}["default"]
     assert (stats.queued, stats.ready, stats.succeeded) == (1, 0, 1)
+
+
+def test_queued_by_name_counts_only_queued_jobs(storage: Storage) -> None:
+    assert storage.queued_by_name() == {}
+    storage.at(T0).enqueue([new_job("a"), new_job("a"), new_job("b"), new_job("c")])
+    storage.at(at(1)).claim_jobs("w", "default", 1, 30)  # one `a` now runs: not queued
+    assert storage.queued_by_name() == {"a": 1, "b": 1, "c": 1}

@@ -33,11 +33,14 @@ FROM STDIN;
 UPDATE onthedot_jobs j
 SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     started_at = COALESCE(%(now)s::timestamptz, now()),
-    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = %(charge)s, began = %(charge)s
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+      AND (NOT %(shared)s OR NOT q.solo)
+      AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -48,9 +51,38 @@ WHERE j.id IN (
     FOR UPDATE SKIP LOCKED)
 -- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
 -- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
-RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts, j.max_attempts,
-          j.timeout, j.schedule_key, j.slot, j.priority, date_part('epoch', j.run_at),
-          j.unique_key;
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at), j.unique_key;
+
+-- name: claim_alone
+-- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = true, began = true
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = %(queue)s
+      AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+      AND q.solo
+      AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED)
+-- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
+-- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at), j.unique_key;
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
@@ -105,17 +137,19 @@ RETURNING id, cancel_requested;
 
 -- name: extend_held_leases
 UPDATE onthedot_jobs
-SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
+SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    began = began OR id = ANY(%(started)s::bigint[])
 WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
-                              started_at, heartbeat_at)
+                              started_at, heartbeat_at, jobs)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(generation)s, %(queues)s, %(concurrency)s,
-        %(scheduler)s, COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
+        %(scheduler)s, COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+        %(jobs)s)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,
-    generation = EXCLUDED.generation, stopping = false;
+    generation = EXCLUDED.generation, stopping = false, jobs = EXCLUDED.jobs;
 
 -- name: set_worker_stopping
 UPDATE onthedot_workers SET stopping = true WHERE id = %(worker_id)s;
@@ -127,12 +161,13 @@ DELETE FROM onthedot_workers WHERE id = %(worker_id)s;
 SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
        w.started_at, w.heartbeat_at, w.stopping,
        EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - w.heartbeat_at)::float8,
-       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running'),
+       w.jobs
 FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs
+SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs
 WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
 ORDER BY lease_until
 LIMIT %(limit)s
@@ -150,8 +185,11 @@ SET state = v.state,
     errors = COALESCE(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
         'attempt', j.attempts, 'at', COALESCE(%(now)s::timestamptz, now()),
         'error', %(error)s::text, 'worker_id', j.worker_id)),
-    lease_until = NULL
-FROM unnest(%(id)s::bigint[], %(state)s::text[]) AS v(id, state)
+    lease_until = NULL,
+    lost = j.lost + v.lost,
+    solo = j.solo OR v.solo
+FROM unnest(%(id)s::bigint[], %(state)s::text[], %(lost)s::integer[], %(solo)s::boolean[])
+    AS v(id, state, lost, solo)
 WHERE j.id = v.id AND j.state = 'running'
 RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
 
@@ -197,14 +235,14 @@ FROM onthedot_jobs WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]);
 -- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- The filter placeholder: the conditions of a JobFilter, built by the caller.
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT %(limit)s;
 
 -- name: count_jobs
@@ -220,8 +258,8 @@ SELECT count(*) FROM onthedot_jobs WHERE {filter};
 -- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
 -- older failures of a key: retrying them would break the key's uniqueness.
 UPDATE onthedot_jobs SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()),
-    attempts = 0, finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
-    cancel_requested = false
+    attempts = 0, lost = 0, solo = false, finished_at = NULL, started_at = NULL, worker_id = NULL,
+    lease_until = NULL, cancel_requested = false
 WHERE {filter} AND state IN ('failed', 'cancelled')
   AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
        WHERE u.unique_key = onthedot_jobs.unique_key AND u.state IN ('queued', 'running'))
@@ -237,8 +275,8 @@ DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
-SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()), attempts = 0,
-    finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
+SET state = 'queued', run_at = COALESCE(%(now)s::timestamptz, now()), attempts = 0, lost = 0,
+    solo = false, finished_at = NULL, started_at = NULL, worker_id = NULL, lease_until = NULL,
     cancel_requested = false
 WHERE id = %(id)s AND state IN ('failed', 'cancelled')
 RETURNING id, queue;
@@ -282,6 +320,9 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.
 
 -- name: paused_queues
 SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: queued_by_name
+SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),

@@ -69,6 +69,7 @@ def job(d: Dialect, r: Row) -> Job:
         traceback=r[20],
         cancel_requested=bool(r[21]),
         errors=[_utc_z(e) for e in d.json_in(r[22]) or []],
+        began=bool(r[23]),
     )
 
 
@@ -86,6 +87,7 @@ def worker(d: Dialect, r: Row) -> WorkerRow:
         stopping=bool(r[9]),
         heartbeat_age=float(r[10]),
         running_jobs=int(r[11]),
+        jobs=tuple(json.loads(r[12] or "[]")),
     )
 
 

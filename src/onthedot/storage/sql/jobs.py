@@ -41,19 +41,53 @@ class JobVerbs(SqlBase):
     async def aenqueue(self, jobs: Sequence[NewJob], *, connection: CallerConnection) -> list[int]:
         return await self._aenqueue_in(connection, jobs, self._fixed())
 
-    def claim_jobs(self, worker_id: str, queue: str, limit: int, lease: float) -> list[ClaimedJob]:
+    def claim_jobs(
+        self,
+        worker_id: str,
+        queue: str,
+        limit: int,
+        lease: float,
+        *,
+        shared: bool = False,
+        names: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
         params = {
+            **self._names(names),
             "worker_id": worker_id,
             "queue": queue,
             "limit": limit,
             "lease": lease,
             "now": self.d.now(self._fixed()),
+            "shared": self.d.flag(shared),
+            "charge": self.d.flag(not shared),
         }
+        return self._claim("claim_jobs", params)
+
+    def claim_alone(
+        self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
+    ) -> ClaimedJob | None:
+        params = {
+            **self._names(names),
+            "worker_id": worker_id,
+            "queue": queue,
+            "lease": lease,
+            "now": self.d.now(self._fixed()),
+        }
+        jobs = self._claim("claim_alone", params)
+        return jobs[0] if jobs else None
+
+    def _names(self, names: Sequence[str] | None) -> dict[str, Any]:
+        return {
+            "any_name": self.d.flag(names is None),
+            "names": self.d.array(list(names or ())),
+        }
+
+    def _claim(self, statement: str, params: dict[str, Any]) -> list[ClaimedJob]:
         rows: list[Row] = []
         for attempt in range(3):
             try:
                 with self._write() as conn:
-                    rows = self._run(conn, "claim_jobs", params, prepare=True).fetchall()
+                    rows = self._run(conn, statement, params, prepare=True).fetchall()
                 break
             except self.d.unique_violation:
                 # Two workers raced for the same lock key; the index kept it to one. Try again.
@@ -112,6 +146,7 @@ class JobVerbs(SqlBase):
         lease: float,
         *,
         held: Collection[int] | None = None,
+        started: Collection[int] = (),
     ) -> set[int]:
         params: dict[str, object] = {
             "worker_id": worker_id,
@@ -124,6 +159,7 @@ class JobVerbs(SqlBase):
                 rows = self._run(conn, "extend_leases", params).fetchall()
             elif held:
                 params["ids"] = self.d.array(list(held))
+                params["started"] = self.d.array(list(started))
                 rows = self._run(conn, "extend_held_leases", params).fetchall()
             else:
                 rows = []

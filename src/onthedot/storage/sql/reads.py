@@ -176,6 +176,11 @@ class ReadVerbs(SqlBase):
         with self._read() as conn:
             return {r[0] for r in self._run(conn, "paused_queues", {}, prepare=True).fetchall()}
 
+    def queued_by_name(self) -> dict[str, int]:
+        with self._read() as conn:
+            rows = self._run(conn, "queued_by_name", {}).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
     def job_counts(
         self, *, since: datetime, bucket_seconds: int = 3600
     ) -> list[tuple[datetime, str, int]]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from onthedot.domain.jobs import iso
-from onthedot.domain.rescue import WORKER_LOST, rescued_state
+from onthedot.domain.rescue import WORKER_LOST, decide_rescue
 from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
@@ -28,6 +29,7 @@ class WorkerVerbs(SqlBase):
                     "queues": ",".join(worker.queues),
                     "concurrency": worker.concurrency,
                     "scheduler": self.d.flag(worker.scheduler),
+                    "jobs": json.dumps(sorted(worker.jobs)),
                     "now": self.d.now(self._fixed()),
                 },
             )
@@ -49,7 +51,17 @@ class WorkerVerbs(SqlBase):
             if not expired:
                 return []
             # The policy is the domain's; the statement only applies it.
-            decided = [{"id": r[0], "state": str(rescued_state(r[2], r[3]))} for r in expired]
+            decided = []
+            for r in expired:
+                rescue = decide_rescue(r[2], r[3], r[5], bool(r[6]))
+                decided.append(
+                    {
+                        "id": r[0],
+                        "state": str(rescue.state),
+                        "lost": rescue.lost,
+                        "solo": self.d.flag(rescue.solo),
+                    }
+                )
             now_iso = None if ts is None else iso(self.d.dt(ts))
             shared = {"now": ts, "now_iso": now_iso, "error": WORKER_LOST}
             _, rows = self.d.batch(conn, "rescue_job", decided, shared)

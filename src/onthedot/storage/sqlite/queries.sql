@@ -21,10 +21,12 @@ SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queue
 -- name: claim_jobs
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
-    lease_until = :now + :lease
+    lease_until = :now + :lease, charged = :charge, began = :charge
 WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+      AND (:shared = 0 OR q.solo = 0)
+      AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
@@ -32,8 +34,30 @@ WHERE id IN (
                       WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
     ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT :limit)
-RETURNING id, name, args, kwargs, queue, attempts, max_attempts, timeout, schedule_key, slot,
-          priority, run_at, unique_key;
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key,
+          slot, priority, run_at, unique_key;
+
+-- name: claim_alone
+-- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
+UPDATE onthedot_jobs
+SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
+    lease_until = :now + :lease, charged = 1, began = 1
+WHERE id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+      AND q.solo = 1
+      AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
+      AND (q.lock_key IS NULL OR (
+          NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                      WHERE r.lock_key = q.lock_key AND r.state = 'running')
+          AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                      WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+    ORDER BY q.priority DESC, q.run_at, q.id
+    LIMIT 1)
+-- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key,
+          slot, priority, run_at, unique_key;
 
 -- name: finish_succeeded
 -- An outcome is for one attempt (0: any): a late one never finishes a later attempt.
@@ -74,16 +98,17 @@ WHERE worker_id = :worker_id AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: extend_held_leases
-UPDATE onthedot_jobs SET lease_until = :now + :lease
+UPDATE onthedot_jobs SET lease_until = :now + :lease,
+    began = began OR id IN (SELECT value FROM json_each(:started))
 WHERE id IN (SELECT value FROM json_each(:ids)) AND worker_id = :worker_id AND state = 'running'
 RETURNING id, cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
-                              started_at, heartbeat_at)
-VALUES (:id, :hostname, :pid, :generation, :queues, :concurrency, :scheduler, :now, :now)
+                              started_at, heartbeat_at, jobs)
+VALUES (:id, :hostname, :pid, :generation, :queues, :concurrency, :scheduler, :now, :now, :jobs)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at,
-    generation = excluded.generation, stopping = 0;
+    generation = excluded.generation, stopping = 0, jobs = excluded.jobs;
 
 -- name: set_worker_stopping
 UPDATE onthedot_workers SET stopping = 1 WHERE id = :worker_id;
@@ -94,12 +119,13 @@ DELETE FROM onthedot_workers WHERE id = :worker_id;
 -- name: list_workers
 SELECT w.id, w.hostname, w.pid, w.queues, w.concurrency, w.scheduler, w.generation,
        w.started_at, w.heartbeat_at, w.stopping, :now - w.heartbeat_at,
-       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running')
+       (SELECT count(*) FROM onthedot_jobs j WHERE j.worker_id = w.id AND j.state = 'running'),
+       w.jobs
 FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
+SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
 ORDER BY lease_until LIMIT :limit;
 
 -- name: rescue_job
@@ -112,7 +138,9 @@ SET state = :state,
     traceback = NULL,
     errors = json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
         'attempt', attempts, 'at', :now_iso, 'error', :error, 'worker_id', worker_id)),
-    lease_until = NULL
+    lease_until = NULL,
+    lost = lost + :lost,
+    solo = max(solo, :solo)
 WHERE id = :id AND state = 'running' AND lease_until < :now
 RETURNING id, name, attempts, state = 'queued', queue;
 
@@ -157,14 +185,14 @@ WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues));
 -- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE id = :id;
 
 -- name: list_jobs
 -- The filter placeholder: the conditions of a JobFilter, built by the caller.
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
-       result, error, traceback, cancel_requested, errors
+       result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
 
 -- name: count_jobs
@@ -179,7 +207,7 @@ SELECT count(*) FROM onthedot_jobs WHERE {filter};
 -- name: bulk_retry
 -- A failed job whose unique_key another job holds again (queued or running) stays failed, as do
 -- older failures of a key: retrying them would break the key's uniqueness.
-UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL,
+UPDATE onthedot_jobs SET state = 'queued', run_at = :now, attempts = 0, lost = 0, solo = 0, finished_at = NULL,
     started_at = NULL, worker_id = NULL, lease_until = NULL, cancel_requested = 0
 WHERE {filter} AND state IN ('failed', 'cancelled')
   AND (unique_key IS NULL OR (NOT EXISTS (SELECT 1 FROM onthedot_jobs u
@@ -196,7 +224,7 @@ DELETE FROM onthedot_jobs WHERE {filter} AND state <> 'running';
 
 -- name: retry_job
 UPDATE onthedot_jobs
-SET state = 'queued', run_at = :now, attempts = 0, finished_at = NULL, started_at = NULL,
+SET state = 'queued', run_at = :now, attempts = 0, lost = 0, solo = 0, finished_at = NULL, started_at = NULL,
     worker_id = NULL, lease_until = NULL, cancel_requested = 0
 WHERE id = :id AND state IN ('failed', 'cancelled')
 RETURNING id;
@@ -233,6 +261,9 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 
 -- name: paused_queues
 SELECT name FROM onthedot_queues WHERE paused;
+
+-- name: queued_by_name
+SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)

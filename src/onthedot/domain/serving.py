@@ -1,0 +1,28 @@
+"""Which queued jobs no live worker can run: a rolling deploy that adds a job type leaves its
+jobs queued (workers claim only the names they know) until a worker that knows it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Unserved:
+    name: str
+    queued: int
+
+    def message(self) -> str:
+        jobs, wait = ("job", "waits") if self.queued == 1 else ("jobs", "wait")
+        return f"{self.queued} {jobs} of `{self.name}` {wait} and no live worker knows it"
+
+
+def unserved(
+    queued: Mapping[str, int], live_workers_jobs: Iterable[Collection[str]]
+) -> list[Unserved]:
+    """The job names with queued jobs that none of the live workers (their known names) can
+    run, by name."""
+    known: set[str] = set()
+    for names in live_workers_jobs:
+        known.update(names)
+    return [Unserved(n, c) for n, c in sorted(queued.items()) if c and n not in known]

@@ -1,0 +1,3 @@
+-- onthedot schema, version 3 (SQLite): the job names each worker knows (a JSON array), so an
+-- operator can see jobs that no live worker can run (a rolling deploy that adds a job).
+ALTER TABLE onthedot_workers ADD COLUMN jobs TEXT NOT NULL DEFAULT '[]';
