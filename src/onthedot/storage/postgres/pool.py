@@ -14,7 +14,19 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def connection_kwargs(pooler: str) -> dict[str, Any]:
+    """psycopg's connection options. Behind a transaction pooler, server-side prepared
+    statements are off (`prepare_threshold=None` also disables the explicit `prepare=True`):
+    the next transaction may run on a server connection that never saw the PREPARE."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if pooler == "transaction":
+        kwargs["prepare_threshold"] = None
+    return kwargs
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    # TimeZone is one of the parameters PgBouncer tracks per client and sets again on whichever
+    # server connection runs the client's next transaction, so this holds behind it too.
     conn.execute("SET TIME ZONE 'UTC'")
 
 
