@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 
 def _one_line(exc: BaseException) -> str:
@@ -36,6 +37,14 @@ except ImportError:  # pragma: no cover - a psycopg_pool without it: its own bac
     _Attempt = None  # type: ignore[assignment,misc]
 
 _RECONNECT_EVERY = 2.0  # seconds: the most a lost connection waits between reconnect attempts
+# The connection budget (docs/scaling.md): up to _FREE_GROWTH connections open on demand at
+# once; past that a caller first waits up to _GROWTH_PATIENCE seconds for a busy connection to
+# come back, and the pool grows only if none does. A worker's threads (claimer, completer,
+# keeper, scheduler) each hold a connection for a millisecond or so at a time, so they share
+# two instead of opening one each for good; a process that keeps every connection busy (many
+# threads enqueueing) still grows to its pool_size.
+_FREE_GROWTH = 2
+_GROWTH_PATIENCE = 0.05
 
 
 if _Attempt is not None:
@@ -53,16 +62,34 @@ if _Attempt is not None:
 
 
 class _Pool(ConnectionPool):
-    """psycopg_pool's pool with two changes of policy, nothing else:
+    """psycopg_pool's pool with three changes of policy, nothing else:
 
     - It hands out the most recently returned idle connection (its own order is first in,
       first out, so a thread enqueueing job after job alternated between backends): one backend
       and its caches stay hot, 15-25 % more single enqueues per second here. The least recently
       used connections stay at the front, where the pool's shrinking closes them.
     - Reconnect attempts after losing the server pause at most `_RECONNECT_EVERY` seconds.
+    - Past `_FREE_GROWTH` connections it grows only when a caller waited `_GROWTH_PATIENCE`.
 
     Both hook private methods; if a psycopg_pool release renames what they touch, the pool
     falls back to its own order and backoff."""
+
+    _patient = threading.local()  # set while a caller waits without making the pool grow
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        if getattr(self, "_nconns", 0) >= _FREE_GROWTH and timeout != 0:
+            self._patient.active = True
+            try:
+                return super().getconn(_GROWTH_PATIENCE)
+            except PoolTimeout:
+                pass  # every connection stayed busy: ask again, and let the pool grow
+            finally:
+                self._patient.active = False
+        return super().getconn(timeout)
+
+    def _maybe_grow_pool(self) -> None:
+        if not getattr(self._patient, "active", False):
+            super()._maybe_grow_pool()
 
     def _add_connection(self, attempt: Any, growing: bool = False) -> None:
         if attempt is None and _Attempt is not None:
