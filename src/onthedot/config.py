@@ -136,8 +136,7 @@ def _parse_postgres(url: str, scheme: str, *, env: bool = True) -> DatabaseConfi
     normalized = "postgresql://" + url.split("://", 1)[1] if scheme != "postgresql" else url
     normalized, pooler, direct = _own_postgres_options(url, normalized, env)
     try:
-        parts = urlsplit(normalized)
-        _ = parts.port  # raises ValueError on a non-numeric port
+        _check_ports(urlsplit(normalized).netloc)
         conninfo_to_dict(normalized)
     except Exception as exc:  # psycopg.ProgrammingError or ValueError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -159,6 +158,13 @@ def _parse_postgres(url: str, scheme: str, *, env: bool = True) -> DatabaseConfi
             )
         direct = direct_cfg.url
     return DatabaseConfig(backend="postgresql", url=normalized, pooler=pooler, direct_url=direct)
+
+
+def _check_ports(netloc: str) -> None:
+    """Raise ValueError on a non-numeric port, in each host of a multi-host URL too
+    (`postgresql://h1:5432,h2:5432/db?target_session_attrs=read-write`, for failover)."""
+    for host in netloc.rpartition("@")[2].split(","):
+        _ = urlsplit(f"//{host}").port  # raises ValueError on a non-numeric port
 
 
 def _own_postgres_options(url: str, normalized: str, env: bool) -> tuple[str, str, str | None]:
