@@ -11,10 +11,11 @@ from onthedot.domain.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///onthedot.db"
 ENV_DATABASE_URL = "ONTHEDOT_DATABASE_URL"
-# A connection that bypasses a pooler such as PgBouncer, for LISTEN and `onthedot migrate`
-# (docs/scaling.md); the URL parameter `direct_url=` overrides it.
+# A URL of the same database that bypasses a pooler such as PgBouncer, for LISTEN and
+# `onthedot migrate` (docs/scaling.md); the URL parameter `direct_url=` overrides it.
 ENV_DIRECT_DATABASE_URL = "ONTHEDOT_DIRECT_DATABASE_URL"
-# onthedot's own PostgreSQL URL parameters, removed before the URL reaches libpq.
+# Values of `?pooler=`. It and `direct_url=` are onthedot's own PostgreSQL URL parameters,
+# removed before the URL reaches libpq.
 POOLERS = ("none", "session", "transaction")
 # A query parameter whose name holds one of these is a secret (libpq's `password` and
 # `sslpassword`, and any `token`, `secret` or `key`-like value a driver may take); it is shown
