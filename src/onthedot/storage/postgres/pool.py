@@ -41,8 +41,8 @@ _RECONNECT_EVERY = 2.0  # seconds: the most a lost connection waits between reco
 # once; past that a caller first waits up to _GROWTH_PATIENCE seconds for a busy connection to
 # come back, and the pool grows only if none does. A worker's threads (claimer, completer,
 # keeper, scheduler) each hold a connection for a millisecond or so at a time, so they share
-# two instead of opening one each for good; a process that keeps every connection busy (many
-# threads enqueueing) still grows to its pool_size.
+# two instead of opening one each for good. A process where more callers wait than there are
+# connections (many threads enqueueing) grows at once, up to its pool_size.
 _FREE_GROWTH = 2
 _GROWTH_PATIENCE = 0.05
 
@@ -69,7 +69,8 @@ class _Pool(ConnectionPool):
       and its caches stay hot, 15-25 % more single enqueues per second here. The least recently
       used connections stay at the front, where the pool's shrinking closes them.
     - Reconnect attempts after losing the server pause at most `_RECONNECT_EVERY` seconds.
-    - Past `_FREE_GROWTH` connections it grows only when a caller waited `_GROWTH_PATIENCE`.
+    - Past `_FREE_GROWTH` connections it grows only when a caller waited `_GROWTH_PATIENCE`
+      or more callers wait than it has connections.
 
     Both hook private methods; if a psycopg_pool release renames what they touch, the pool
     falls back to its own order and backoff."""
@@ -88,7 +89,10 @@ class _Pool(ConnectionPool):
         return super().getconn(timeout)
 
     def _maybe_grow_pool(self) -> None:
-        if not getattr(self._patient, "active", False):
+        # Patient callers let the pool grow only once more of them wait than it has
+        # connections: a queue is building (many threads enqueueing), not a moment's overlap.
+        waiting = len(getattr(self, "_waiting", ()))
+        if not getattr(self._patient, "active", False) or waiting > self._nconns:
             super()._maybe_grow_pool()
 
     def _add_connection(self, attempt: Any, growing: bool = False) -> None:
