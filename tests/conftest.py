@@ -97,3 +97,41 @@ def app(db_url: str) -> Iterator[App]:
     application.migrate()
     yield application
     application.close()
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_db() -> Iterator[tuple[object, str]]:
+    """A PgBouncer in transaction mode in front of the test server, and a database of this
+    session's own behind it (tests/pgbouncer.py); skips without pgbouncer (fails in CI)."""
+    from urllib.parse import urlsplit
+
+    from tests.pgbouncer import PgBouncer, pgbouncer_or_skip
+
+    pgbouncer_or_skip()
+    base = _pg_base_url()
+    name = f"onthedot_pgb_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(base)
+    bouncer = PgBouncer(parts.hostname or "127.0.0.1", parts.port or 5432)
+    try:
+        yield bouncer, name
+    finally:
+        bouncer.stop()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pgbouncer_url(pgbouncer_db: tuple[object, str], *, direct: bool = True) -> str:
+    """A fresh, empty `public` schema in the PgBouncer session's database, and the URL that
+    reaches it through PgBouncer (`pooler=transaction`, with a `direct_url` for LISTEN and
+    migrations unless `direct=False`)."""
+    from tests.pgbouncer import PgBouncer
+
+    bouncer, name = pgbouncer_db
+    assert isinstance(bouncer, PgBouncer)
+    base, _, _ = PG_ADMIN_URL.rpartition("/")
+    with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    return bouncer.url(name, f"direct_url={quote(f'{base}/{name}', safe='')}" if direct else "")

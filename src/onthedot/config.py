@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from onthedot.domain.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///onthedot.db"
 ENV_DATABASE_URL = "ONTHEDOT_DATABASE_URL"
+# A URL of the same database that bypasses a pooler such as PgBouncer, for LISTEN and
+# `onthedot migrate` (docs/scaling.md); the URL parameter `direct_url=` overrides it.
+ENV_DIRECT_DATABASE_URL = "ONTHEDOT_DIRECT_DATABASE_URL"
+# Values of `?pooler=`. It and `direct_url=` are onthedot's own PostgreSQL URL parameters,
+# removed before the URL reaches libpq.
+POOLERS = ("none", "session", "transaction")
 # A query parameter whose name holds one of these is a secret (libpq's `password` and
 # `sslpassword`, and any `token`, `secret` or `key`-like value a driver may take); it is shown
 # as `***`. Parameters naming a file (`passfile`, `sslkey`, `sslcert`) are paths, not secrets.
@@ -24,6 +30,10 @@ class DatabaseConfig:
     url: str
     path: str | None = None  # sqlite: file path or ":memory:"
     options: tuple[tuple[str, str], ...] = ()
+    # postgresql: what sits between onthedot and the server (`?pooler=`), and a URL that
+    # reaches the server itself (`?direct_url=` or $ONTHEDOT_DIRECT_DATABASE_URL), if any
+    pooler: str = "none"
+    direct_url: str | None = None
 
     @property
     def display(self) -> str:
@@ -58,6 +68,10 @@ def _mask_query(query: str) -> str:
         name, sep, _ = item.partition("=")
         decoded = name.replace("+", " ")
         secret = any(word in unquote(decoded).lower() for word in SECRET_PARAM_WORDS)
+        if sep and unquote(decoded) == "direct_url":  # a URL inside the URL: mask it too
+            value = unquote(item.partition("=")[2].replace("+", " "))
+            shown.append(f"{name}={quote(mask_url(value), safe=':/@*')}")
+            continue
         shown.append(f"{name}={MASK}" if sep and secret else item)
     return "&".join(shown)
 
@@ -123,13 +137,13 @@ def _parse_sqlite(url: str, rest: str) -> DatabaseConfig:
     return DatabaseConfig(backend="sqlite", url=url, path=path, options=options)
 
 
-def _parse_postgres(url: str, scheme: str) -> DatabaseConfig:
+def _parse_postgres(url: str, scheme: str, *, env: bool = True) -> DatabaseConfig:
     from psycopg.conninfo import conninfo_to_dict
 
     normalized = "postgresql://" + url.split("://", 1)[1] if scheme != "postgresql" else url
+    normalized, pooler, direct = _own_postgres_options(url, normalized, env)
     try:
-        parts = urlsplit(normalized)
-        _ = parts.port  # raises ValueError on a non-numeric port
+        _check_ports(urlsplit(normalized).netloc)
         params = conninfo_to_dict(normalized)
     except Exception as exc:  # psycopg.ProgrammingError or ValueError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -140,9 +154,58 @@ def _parse_postgres(url: str, scheme: str) -> DatabaseConfig:
     for key, value in params.items():
         rule = _POSTGRES_OPTIONS.get(key)
         if rule is not None and value is not None:
-            for part in str(value).split(",") if key == "port" else [str(value)]:  # multi-host
-                _check_option(url, key, part, rule)
-    return DatabaseConfig(backend="postgresql", url=normalized)
+            parts = str(value).split(",") if key == "port" else [str(value)]  # multi-host
+            for part in parts:
+                if part or key != "port":  # a host of a multi-host URL without its own port
+                    _check_option(url, key, part, rule)
+    if direct is not None:
+        direct_scheme = direct.partition("://")[0].lower()
+        if direct_scheme not in ("postgresql", "postgres", "postgresql+psycopg"):
+            raise ConfigurationError(
+                f"direct URL {mask_url(direct)!r} is not a PostgreSQL URL: use postgresql://..."
+            )
+        direct_cfg = _parse_postgres(direct, direct_scheme, env=False)
+        if direct_cfg.pooler == "transaction" or direct_cfg.direct_url:
+            raise ConfigurationError(
+                f"direct URL {mask_url(direct)!r} takes no pooler= or direct_url=: it must "
+                "reach the PostgreSQL server itself"
+            )
+        direct = direct_cfg.url
+    return DatabaseConfig(backend="postgresql", url=normalized, pooler=pooler, direct_url=direct)
+
+
+def _check_ports(netloc: str) -> None:
+    """Raise ValueError on a non-numeric port, in each host of a multi-host URL too
+    (`postgresql://h1:5432,h2:5432/db?target_session_attrs=read-write`, for failover)."""
+    for host in netloc.rpartition("@")[2].split(","):
+        _ = urlsplit(f"//{host}").port  # raises ValueError on a non-numeric port
+
+
+def _own_postgres_options(url: str, normalized: str, env: bool) -> tuple[str, str, str | None]:
+    """Split onthedot's parameters (`pooler`, `direct_url`) off a PostgreSQL URL: libpq would
+    refuse them. The direct URL falls back to $ONTHEDOT_DIRECT_DATABASE_URL."""
+    pooler = "none"
+    direct = (os.environ.get(ENV_DIRECT_DATABASE_URL) or None) if env else None
+    try:
+        parts = urlsplit(normalized)
+    except ValueError:
+        return normalized, pooler, direct  # reported by the caller's check
+    kept = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "pooler":
+            if value not in POOLERS:
+                raise ConfigurationError(
+                    f"unknown pooler {value!r} in {mask_url(url)!r}: use one of "
+                    f"{', '.join(POOLERS)} (transaction for PgBouncer's pool_mode = transaction)"
+                )
+            pooler = value
+        elif key == "direct_url":
+            direct = value or None
+        else:
+            kept.append((key, value))
+    if len(kept) != len(parse_qsl(parts.query, keep_blank_values=True)):
+        normalized = urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
+    return normalized, pooler, direct
 
 
 @dataclass(frozen=True, slots=True)

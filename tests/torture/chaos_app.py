@@ -74,7 +74,7 @@ def create_tables(url: str) -> None:
         with sqlite3.connect(cfg.path, timeout=30) as conn:
             conn.executescript(_SQLITE_DDL)
         return
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(cfg.direct_url or cfg.url, autocommit=True) as conn:
         conn.execute(_POSTGRES_DDL)
 
 
@@ -101,7 +101,10 @@ class Recorder:
                 conn.execute(sql.format(p="?"), params)
             else:
                 if conn is None:
-                    conn = psycopg.connect(cfg.url, autocommit=True, connect_timeout=5)
+                    # the server itself, past any PgBouncer (the records are not under test)
+                    conn = psycopg.connect(
+                        cfg.direct_url or cfg.url, autocommit=True, connect_timeout=5
+                    )
                     self._local.conn = conn
                 conn.execute(sql.format(p="%s"), params)
         except Exception as exc:

@@ -45,7 +45,9 @@ class Db:
         if self.backend == "sqlite":
             assert self.cfg.path is not None
             return sqlite3.connect(self.cfg.path, timeout=30, isolation_level=None)
-        return psycopg.connect(self.cfg.url, autocommit=True, connect_timeout=10)
+        # the server itself, past any PgBouncer: the checker reads what was committed
+        url = self.cfg.direct_url or self.cfg.url
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
 
     def ep(self, column: str) -> str:
         return column if self.backend == "sqlite" else f"extract(epoch from {column})::float8"

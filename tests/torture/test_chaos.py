@@ -20,10 +20,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from onthedot import App
+from tests.pgbouncer import PgBouncer, pgbouncer_or_skip
 from tests.torture.chaos_app import SCHEDULES, create_tables, make_app
 from tests.torture.checker import (
     Db,
@@ -44,7 +46,7 @@ BLACKOUT_SECONDS = 4.0
 SEED = int(os.environ.get("ONTHEDOT_TORTURE_SEED", "0")) or random.SystemRandom().randint(1, 10**6)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "pgbouncer"])
 def database(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[str, PrivateCluster | None]]:
@@ -52,7 +54,22 @@ def database(
         yield f"sqlite:///{tmp_path}/torture.db", None
         return
     cluster: PrivateCluster = request.getfixturevalue("private_cluster")
-    yield request.getfixturevalue("private_pg_url"), cluster
+    direct = request.getfixturevalue("private_pg_url")
+    if request.param == "postgres":
+        yield direct, cluster
+        return
+    # Workers, producer and scheduler through PgBouncer (pool_mode = transaction, a pool of 4
+    # server connections for 3-4 workers), LISTEN on the direct URL; the recorder and checker
+    # connect directly.
+    pgbouncer_or_skip()
+    bouncer = PgBouncer("127.0.0.1", cluster.port, pool_size=4)
+    try:
+        yield (
+            bouncer.url(direct.rpartition("/")[2], f"direct_url={quote(direct, safe='')}"),
+            cluster,
+        )
+    finally:
+        bouncer.stop()
 
 
 @pytest.fixture
@@ -165,7 +182,7 @@ def test_crash_and_restart_torture(
         check_executions(db, report, fleet.killed_pids())
         logs = fleet.logs()
         record_result.update(
-            backend=url.split(":", 1)[0],
+            backend=url.split(":", 1)[0] + (" via pgbouncer" if "pooler=" in url else ""),
             seed=SEED,
             chaos_seconds=CHAOS_SECONDS,
             workers_killed=chaos.count("kill"),

@@ -22,4 +22,11 @@ def open_storage(
         )
     from onthedot.storage.postgres.storage import PostgresStorage
 
-    return PostgresStorage(cfg.url, max_size=pool_size, display=cfg.display, clock=clock)
+    return PostgresStorage(
+        cfg.url,
+        max_size=pool_size,
+        display=cfg.display,
+        clock=clock,
+        pooler=cfg.pooler,
+        direct_url=cfg.direct_url,
+    )

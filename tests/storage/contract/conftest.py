@@ -1,5 +1,5 @@
-"""Helpers of the storage conformance suite: every test here runs on SQLite and PostgreSQL
-through the `db_url`/`app` fixtures of tests/conftest.py.
+"""Helpers of the storage conformance suite: every test here runs on SQLite, on PostgreSQL and
+on PostgreSQL through PgBouncer in transaction mode (`db_url` below; `app` of tests/conftest.py).
 
 Time is driven explicitly: tests fix "now" with `storage.at(instant)` (the same storage at a
 ManualClock's time) for every verb that depends on it, so no test depends on the wall clock or
@@ -19,6 +19,7 @@ from onthedot import App, ManualClock
 from onthedot.domain.jobs import Job, NewJob, Outcome, OutcomeKind
 from onthedot.storage import open_storage
 from onthedot.storage.interface import Storage
+from tests.conftest import drop_pg_schema, new_pg_schema_url, pgbouncer_url
 from tests.waiting import wait_for
 
 T = TypeVar("T")
@@ -74,6 +75,20 @@ def run_threads(n: int, target: Callable[[int], T], *, timeout: float = 60.0) ->
 
 
 wait_until = wait_for  # the contract tests' name for it
+
+
+@pytest.fixture(params=["sqlite", "postgres", "pgbouncer"])
+def db_url(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[str]:
+    """The conformance suite's databases: SQLite, PostgreSQL, and PostgreSQL behind PgBouncer
+    (pool_mode = transaction; `pooler=transaction` with a direct URL for LISTEN/migrate)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/onthedot.db"
+    elif request.param == "postgres":
+        url, schema = new_pg_schema_url()
+        yield url
+        drop_pg_schema(schema)
+    else:
+        yield pgbouncer_url(request.getfixturevalue("pgbouncer_db"))
 
 
 @pytest.fixture

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+import threading
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 
 def _one_line(exc: BaseException) -> str:
@@ -14,7 +15,19 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def connection_kwargs(pooler: str) -> dict[str, Any]:
+    """psycopg's connection options. Behind a transaction pooler, server-side prepared
+    statements are off (`prepare_threshold=None` also disables the explicit `prepare=True`):
+    the next transaction may run on a server connection that never saw the PREPARE."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if pooler == "transaction":
+        kwargs["prepare_threshold"] = None
+    return kwargs
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    # TimeZone is one of the parameters PgBouncer tracks per client and sets again on whichever
+    # server connection runs the client's next transaction, so this holds behind it too.
     conn.execute("SET TIME ZONE 'UTC'")
 
 
@@ -24,6 +37,14 @@ except ImportError:  # pragma: no cover - a psycopg_pool without it: its own bac
     _Attempt = None  # type: ignore[assignment,misc]
 
 _RECONNECT_EVERY = 2.0  # seconds: the most a lost connection waits between reconnect attempts
+# The connection budget (docs/scaling.md): up to _FREE_GROWTH connections open on demand at
+# once; past that a caller first waits up to _GROWTH_PATIENCE seconds for a busy connection to
+# come back, and the pool grows only if none does. A worker's threads (claimer, completer,
+# keeper, scheduler) each hold a connection for a millisecond or so at a time, so they share
+# two instead of opening one each for good. A process where more callers wait than there are
+# connections (many threads enqueueing) grows at once, up to its pool_size.
+_FREE_GROWTH = 2
+_GROWTH_PATIENCE = 0.05
 
 
 if _Attempt is not None:
@@ -41,7 +62,7 @@ if _Attempt is not None:
 
 
 class _Pool(ConnectionPool):
-    """psycopg_pool's pool with two changes of policy, nothing else:
+    """psycopg_pool's pool with four changes of policy, nothing else:
 
     - It hands out the most recently returned idle connection (its own order is first in,
       first out, so a thread enqueueing job after job alternated between backends): one backend
@@ -49,8 +70,10 @@ class _Pool(ConnectionPool):
       used connections stay at the front, where the pool's shrinking closes them.
     - Reconnect attempts after losing the server pause at most `_RECONNECT_EVERY` seconds.
     - It keeps the reason of the latest failed connection attempt (`last_error`).
+    - Past `_FREE_GROWTH` connections it grows only when a caller waited `_GROWTH_PATIENCE`
+      or more callers wait than it has connections.
 
-    Both hook private methods; if a psycopg_pool release renames what they touch, the pool
+    They hook private methods; if a psycopg_pool release renames what they touch, the pool
     falls back to its own order and backoff."""
 
     last_error: BaseException | None = None  # why the latest connection attempt failed
@@ -63,6 +86,26 @@ class _Pool(ConnectionPool):
             raise
         self.last_error = None
         return conn
+
+    _patient = threading.local()  # set while a caller waits without making the pool grow
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        if getattr(self, "_nconns", 0) >= _FREE_GROWTH and timeout != 0:
+            self._patient.active = True
+            try:
+                return super().getconn(_GROWTH_PATIENCE)
+            except PoolTimeout:
+                pass  # every connection stayed busy: ask again, and let the pool grow
+            finally:
+                self._patient.active = False
+        return super().getconn(timeout)
+
+    def _maybe_grow_pool(self) -> None:
+        # Patient callers let the pool grow only once more of them wait than it has
+        # connections: a queue is building (many threads enqueueing), not a moment's overlap.
+        waiting = len(getattr(self, "_waiting", ()))
+        if not getattr(self._patient, "active", False) or waiting > self._nconns:
+            super()._maybe_grow_pool()
 
     def _add_connection(self, attempt: Any, growing: bool = False) -> None:
         if attempt is None and _Attempt is not None:

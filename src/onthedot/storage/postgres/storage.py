@@ -21,7 +21,7 @@ from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
-from onthedot.storage.postgres.pool import _configure, _one_line, _Pool
+from onthedot.storage.postgres.pool import _configure, _one_line, _Pool, connection_kwargs
 from onthedot.storage.postgres.refusals import POOL_NAME, QUIET_POOL, describe_connect_error
 from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
@@ -48,16 +48,24 @@ class PostgresStorage(SqlStorage):
         max_size: int = 10,
         display: str = "",
         clock: Clock | None = None,
+        pooler: str = "none",
+        direct_url: str | None = None,
     ) -> None:
         self.clock = clock or SystemClock()
         self.url = url
         self.display = display or url
+        # Behind a transaction pooler (PgBouncer's pool_mode = transaction) each transaction
+        # may run on another server connection: no server-side prepared statements, and LISTEN
+        # only on a direct connection (else the claimer polls). `migrate` uses the direct URL
+        # too when there is one. docs/scaling.md.
+        self.pooler = pooler
+        self.direct_url = direct_url
         self._pool = _Pool(
             url,
             min_size=min_size,
             max_size=max_size,
             open=False,
-            kwargs={"autocommit": True},
+            kwargs=connection_kwargs(pooler),
             configure=_configure,
             timeout=10.0,
             name=POOL_NAME,
@@ -93,9 +101,14 @@ class PostgresStorage(SqlStorage):
     @contextmanager
     def _read(self) -> Iterator[psycopg.Connection[Any]]:
         self._ensure_open()
+        with self._errors(), self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Driver errors as onthedot's: one line each, naming what to do."""
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            yield
         except PoolTimeout as exc:
             last = self._pool.last_error
             if last is not None and describe_connect_error(self.display, last)[1]:
@@ -124,6 +137,20 @@ class PostgresStorage(SqlStorage):
             ) from exc
 
     @contextmanager
+    def _migration_tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction for `migrate`: on the direct URL when there is one (DDL and its lock
+        bypass the pooler), else from the pool (the lock is transaction-scoped, so a
+        transaction pooler carries it)."""
+        if self.direct_url is None:
+            with self._tx() as conn:
+                yield conn
+            return
+        with self._errors(), psycopg.connect(self.direct_url, autocommit=True) as conn:
+            _configure(conn)
+            with conn.transaction():
+                yield conn
+
+    @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
         with self._read() as conn, conn.transaction():
             yield conn
@@ -133,12 +160,15 @@ class PostgresStorage(SqlStorage):
         return super().at(now)
 
     def wakeup(self, queues: Collection[str]) -> Wakeup:
+        if self.pooler == "transaction" and self.direct_url is None:
+            return Wakeup()  # no LISTEN through the pooler: the claimer polls (poll_interval)
         return PostgresWakeup(self._connect_listener, set(queues))
 
     def _connect_listener(self) -> psycopg.Connection[Any]:
-        """A dedicated autocommit connection for LISTEN (not from the pool)."""
+        """A dedicated autocommit connection for LISTEN (not from the pool), to the server
+        itself when a direct URL is configured."""
         try:
-            return psycopg.connect(self.url, autocommit=True)
+            return psycopg.connect(self.direct_url or self.url, autocommit=True)
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
 
@@ -173,7 +203,7 @@ class PostgresStorage(SqlStorage):
         if first_use:
             return []  # PostgreSQL is migrated by `onthedot migrate`, never on first use
         applied: list[int] = []
-        with self._tx() as conn:
+        with self._migration_tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             self._ensure_version_table(conn)
             row = conn.execute("SELECT COALESCE(max(version), 0) FROM onthedot_schema_version")
