@@ -25,7 +25,6 @@ from onthedot.worker.state import Flags, Pipeline
 class ClaimOptions:
     worker_id: str
     queues: tuple[str, ...]
-    batch_size: int  # most jobs claimed per statement
     lease: float
     burst: bool  # stop once nothing is ready and nothing runs
     poll_interval: float
@@ -176,15 +175,21 @@ class Claimer:
     def claim(self, free: int) -> tuple[int, bool]:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         opts = self.options
+        pipeline = self.pipeline
+        batch = pipeline.batch()
+        asked = min(free, batch)
         total = 0
         for queue_name in self.paused.active(opts.queues):
-            want = min(free - total, opts.batch_size)
+            want = min(free - total, batch)
             if want <= 0:
+                pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
             jobs = self.storage.claim_jobs(opts.worker_id, queue_name, want, opts.lease)
             if jobs:
-                self.pipeline.add_claimed(jobs)
+                pipeline.add_claimed(jobs)
                 total += len(jobs)
                 if len(jobs) >= want:
+                    pipeline.claimed(asked, total)
                     return total, True
+        pipeline.claimed(asked, total)
         return total, False

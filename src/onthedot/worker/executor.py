@@ -149,8 +149,9 @@ class Executors:
         future.add_done_callback(done)
 
     def finish(self, job: ClaimedJob, outcome: Outcome, started: float | None) -> None:
-        self.outcomes.put((job, outcome, None if started is None else time.monotonic() - started))
-        self.pipeline.finished()
+        seconds = None if started is None else time.monotonic() - started
+        self.outcomes.put((job, outcome, seconds))
+        self.pipeline.finished(seconds)
 
     # -- timeouts (called by the keeper) ----------------------------------------------------
     def enforce_timeouts(self, now: float) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from onthedot.domain.jobs import ClaimedJob, Outcome
+from onthedot.worker.sizing import ClaimSizing
 
 
 class Sentinel(Enum):
@@ -64,11 +65,21 @@ class Pipeline:
     """Claimed jobs between the claimer and the executors, and the counts behind claiming.
 
     One lock, two conditions: executors wait on `cond` for claimed jobs, the claimer waits on
-    `room` for free capacity (or, in burst mode, for outcomes to be written)."""
+    `room` for free capacity (or, in burst mode, for outcomes to be written). How much to hold
+    comes from `sizing` (`sizing.py`), fed the durations of the jobs that finish."""
 
-    def __init__(self, max_inflight: int, refill_at: int) -> None:
-        self.max_inflight = max_inflight
-        self.refill_at = refill_at
+    def __init__(
+        self,
+        max_inflight: int | None = None,
+        refill_at: int = 1,
+        *,
+        sizing: ClaimSizing | None = None,
+    ) -> None:
+        if sizing is None:
+            if max_inflight is None:
+                raise ValueError("a Pipeline needs max_inflight or a sizing")
+            sizing = ClaimSizing.fixed(max_inflight, refill_at)
+        self.sizing = sizing
         self.buffer: deque[ClaimedJob | Sentinel] = deque()
         lock = threading.RLock()
         self.cond = threading.Condition(lock)
@@ -84,13 +95,22 @@ class Pipeline:
     def wait_for_room(self) -> int:
         """How many jobs to claim now; 0 after a short wait for room."""
         with self.cond:
-            free = self.max_inflight - self.inflight
+            limits = self.sizing.limits
+            free = limits.max_inflight - self.inflight
             # Refill in batches: wait until half the room is free, unless the executors have
             # nothing left to start (then any room is worth a claim).
-            if free <= 0 or (free < self.refill_at and self.buffer):
+            if free <= 0 or (free < limits.refill_at and self.buffer):
                 self.room.wait(0.1)
                 return 0
             return free
+
+    def batch(self) -> int:
+        """Most jobs the next claim statement asks for."""
+        return self.sizing.limits.batch
+
+    def claimed(self, asked: int, got: int) -> None:
+        with self.cond:
+            self.sizing.claimed(asked, got)
 
     def add_claimed(self, jobs: list[ClaimedJob]) -> None:
         with self.cond:
@@ -118,13 +138,16 @@ class Pipeline:
                 cond.wait()
             return buffer.popleft()
 
-    def finished(self) -> None:
-        """A taken job has its outcome (handed to the completer)."""
+    def finished(self, seconds: float | None = None) -> None:
+        """A taken job has its outcome (handed to the completer); it ran `seconds` (None: it
+        never started)."""
         with self.cond:
             self.unpersisted += 1
             self.inflight -= 1
-            free = self.max_inflight - self.inflight
-            if free == self.refill_at or not self.buffer:
+            if seconds is not None:
+                self.sizing.ran(seconds)
+            limits = self.sizing.limits
+            if limits.max_inflight - self.inflight >= limits.refill_at or not self.buffer:
                 self.room.notify()  # only the claimer waits for room
 
     # -- the completer ----------------------------------------------------------------------
