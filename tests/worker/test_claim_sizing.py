@@ -70,7 +70,7 @@ def test_four_workers_on_long_jobs_hold_only_what_they_run(pg_url: str) -> None:
     env = dict(os.environ, ONTHEDOT_DATABASE_URL=pg_url, PYTHONUNBUFFERED="1")
     env.pop("ONTHEDOT_APP", None)
     command = [sys.executable, "-m", "onthedot", "--app", "tests.worker.nap_app:app", "worker"]
-    command += ["-c", str(concurrency), "--no-scheduler"]
+    command += ["-c", str(concurrency), "--no-scheduler", "--processes", "1"]
     procs = [
         subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL) for _ in range(4)
     ]
