@@ -3,7 +3,6 @@ a new job)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -178,6 +177,8 @@ class JobFunction(Generic[P, R]):
 
     async def aenqueue(self, *args: Any, **kwargs: Any) -> int:
         """`enqueue` for async callers: the same storage verb, run off the event loop."""
+        import asyncio  # a caller awaiting this has it loaded already
+
         return await asyncio.to_thread(self.enqueue, *args, **kwargs)
 
     def enqueue_many(
@@ -214,6 +215,8 @@ class JobFunction(Generic[P, R]):
         return self.enqueuer.enqueue(jobs, connection=connection)
 
     async def aenqueue_many(self, calls: Iterable[Any], **options: Any) -> list[int]:
+        import asyncio
+
         return await asyncio.to_thread(self.enqueue_many, list(calls), **options)
 
 

@@ -1,23 +1,48 @@
-"""The root `onthedot` group: its global options, and every subcommand registered on it."""
+"""The root `onthedot` group: its global options, and every subcommand registered on it.
+
+A subcommand's module is imported only when that command runs (or `--help` lists them all), so
+`onthedot worker` does not pay for the web and schedule-control commands."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
 
 from onthedot.cli.context import ENV_APP, Context
-from onthedot.cli.database import health, migrate
-from onthedot.cli.jobs import enqueue, jobs, queues
-from onthedot.cli.schedules import check, preview, schedules
-from onthedot.cli.web import dev, web
-from onthedot.cli.worker import worker
 
-SUBCOMMANDS = (migrate, health, worker, enqueue, jobs, queues, check, preview, schedules, web, dev)
+# name -> the module defining it (the command is the module attribute of that name)
+SUBCOMMANDS = {
+    "migrate": "database",
+    "health": "database",
+    "worker": "worker",
+    "enqueue": "jobs",
+    "jobs": "jobs",
+    "queues": "jobs",
+    "check": "schedules",
+    "preview": "schedules",
+    "schedules": "schedules",
+    "web": "web",
+    "dev": "web",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, commands=SUBCOMMANDS)
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = SUBCOMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(f"onthedot.cli.{module}"), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--app", "app_path", envvar=ENV_APP, help="module:attr of your App ($ONTHEDOT_APP).")
 @click.option(
     "--database",

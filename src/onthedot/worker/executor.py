@@ -5,12 +5,12 @@ itself."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import onthedot.worker.execute as execute
 from onthedot.context import JobContext
@@ -19,6 +19,9 @@ from onthedot.domain.jobs import ClaimedJob, Outcome
 from onthedot.observability.events import EventBus, JobStarted
 from onthedot.worker.deps import RunnableJob
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, Running, RunningJobs, Threads
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("onthedot.worker")
 
@@ -61,6 +64,8 @@ class Executors:
         self.threads.start(self._execute_loop, f"onthedot-exec-{index}")
 
     def start_loop(self) -> None:
+        import asyncio  # only with async jobs: a worker of sync jobs starts without it
+
         ready = threading.Event()
 
         def run_loop() -> None:
@@ -129,6 +134,8 @@ class Executors:
         if self.loop is None:
             self.start_loop()
         assert self.loop is not None
+        import asyncio
+
         coro = execute.run_async(jf.fn, job, self._context(job), jf.backoff)
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         running.future = future

@@ -24,7 +24,6 @@ import queue as queue_mod
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 
 from onthedot.domain.errors import OnthedotError
@@ -87,7 +86,7 @@ class Worker:
         self.grace = grace
         self.stop_after = stop_after
         self.install_signals = install_signals
-        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
         self.lease = deps.lease
         self.scheduler: SchedulerLike | None = None
         self.stop_reason = "finished"
