@@ -105,3 +105,15 @@ def test_sigterm_to_the_supervisor_drains_every_child(
     assert states(app, ids) == [JobState.SUCCEEDED] * 2  # the running jobs were let finish
     assert worker_pids(pg_url) == set()  # every child deregistered
     assert "2 process(es) stopped (signal SIGTERM); 2 job(s) finished" in log.read_text()
+
+
+def test_a_burst_on_empty_queues_starts_no_process(app: App, pg_url: str, tmp_path: Path) -> None:
+    app.jobs["nap.nap"].enqueue(0.01)  # ready, on a queue not given
+    app.jobs["nap.nap"].enqueue(0.01, queue="paused")
+    app.storage.set_queue_paused("paused", True, "test")
+    args = ("--burst", "--processes", "2", "-q", "empty,paused")
+    proc, log = supervisor(pg_url, tmp_path, *args)
+    assert proc.wait(60) == 0, log.read_text()
+    output = log.read_text()
+    assert "0 process(es) stopped (burst: queues empty); 0 job(s) finished" in output
+    assert "event=worker_started" not in output

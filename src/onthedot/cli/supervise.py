@@ -50,20 +50,39 @@ def report_to_supervisor(reason: str, jobs: int) -> None:
         report_to_supervisor(reason, jobs)
 
 
+def _ready(app: App, queues: str) -> bool:
+    """Whether a job of these (unpaused) queues is ready now."""
+    storage = app.storage
+    paused = storage.paused_queues()
+    names = [q.strip() for q in queues.split(",") if q.strip() and q.strip() not in paused]
+    if not names:
+        return False
+    ready_in = storage.seconds_until_ready(names)
+    return ready_in is not None and ready_in <= 0
+
+
 def supervise(ctx: Context, processes: int) -> None:
     """Run `processes` children of this command until they are done; exit with their status."""
     from onthedot.worker.supervisor import Supervisor
 
     app = ctx.app(required=True)
+    click_ctx = click.get_current_context()
     try:
         app.check_schema()  # a schema behind is one error here, not one per child
+        if click_ctx.params.get("burst") and not _ready(app, click_ctx.params["queues"]):
+            click.echo(
+                "worker supervisor: 0 process(es) stopped (burst: queues empty); "
+                "0 job(s) finished",
+                err=True,
+            )
+            return  # nothing to start processes for (a burst child would exit at once)
     except DatabaseUnavailable:
         pass  # each child waits for the database, as a single worker does
     env = dict(os.environ)
     env[ENV_APP] = ctx.app_path or env.get(ENV_APP, "")
     env[ENV_DATABASE] = app.database_url
     app.close()  # the children open their own connections
-    command = child_command(click.get_current_context())
+    command = child_command(click_ctx)
     summary = Supervisor(command, processes, app.events.emit, env=env).run()
     reasons = sorted(set(summary.reasons)) or ["no report"]
     restarts = f", {summary.restarts} restart(s)" if summary.restarts else ""
