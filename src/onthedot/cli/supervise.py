@@ -71,8 +71,7 @@ def supervise(ctx: Context, processes: int) -> None:
         app.check_schema()  # a schema behind is one error here, not one per child
         if click_ctx.params.get("burst") and not _ready(app, click_ctx.params["queues"]):
             click.echo(
-                "worker supervisor: 0 process(es) stopped (burst: queues empty); "
-                "0 job(s) finished",
+                "worker supervisor: 0 process(es) stopped (burst: queues empty); 0 job(s) finished",
                 err=True,
             )
             return  # nothing to start processes for (a burst child would exit at once)
