@@ -109,8 +109,10 @@ class Pipeline:
         return self.sizing.limits.batch
 
     def claimed(self, asked: int, got: int) -> None:
-        with self.cond:
-            self.sizing.claimed(asked, got)
+        # Without the lock: the executor just woken by `add_claimed` must not wait for it.
+        # Only the claimer writes the backlog's part of the sizing; the limits are replaced
+        # whole, and recomputed at the next finished job anyway.
+        self.sizing.claimed(asked, got)
 
     def add_claimed(self, jobs: list[ClaimedJob]) -> None:
         with self.cond:
