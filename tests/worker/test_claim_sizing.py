@@ -47,7 +47,7 @@ def test_long_jobs_get_no_prefetch_and_medium_ones_a_horizon_worth() -> None:
     medium = ClaimSizing(8)
     for _ in range(50):
         medium.ran(0.01)
-    assert medium.prefetch == 8 * 10  # 8 executors x (0.1 s / 10 ms)
+    assert medium.prefetch == int(8 * ClaimSizing.HORIZON / 0.01)  # 8 executors x (horizon / 10 ms)
 
 
 def test_flags_fix_their_number_and_the_rest_adapts() -> None:

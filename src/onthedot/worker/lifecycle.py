@@ -48,7 +48,7 @@ class Worker:
     - `batch_size`: most jobs claimed per statement (default: sized by the backlog, see
       `sizing.py`).
     - `prefetch`: claimed-but-not-started jobs held locally (default: what the executors can
-      start within ~0.1 s at the observed job durations). Given back without using an attempt
+      start within ~25 ms at the observed job durations). Given back without using an attempt
       on graceful shutdown.
     - `burst`: return once no job is ready and none is running.
     - `scheduler`: also run the scheduler tick (no leader: every worker may).

@@ -27,7 +27,7 @@ class Limits:
 
 
 class ClaimSizing:
-    HORIZON = 0.1  # seconds: a held job starts within about this long
+    HORIZON = 0.025  # seconds: a held job starts within about this long
     MAX_PREFETCH = 400
     MAX_BATCH = 200
     WEIGHT = 0.2  # of the newest duration in the moving mean
