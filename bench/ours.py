@@ -34,7 +34,27 @@ def make_app(url: str, **kw: Any) -> onthedot.App:
     def lat(sample: int) -> None:
         signal_started(sample)
 
+    @app.job(name="io")
+    def io(ms: float) -> None:
+        """Real work, waiting on I/O: `ms` milliseconds asleep (the GIL released)."""
+        mark_first()
+        time.sleep(ms / 1000)
+
+    @app.job(name="cpu")
+    def cpu(ms: float) -> None:
+        """Real work, burning CPU: `ms` milliseconds of pure-Python loop (holding the GIL)."""
+        mark_first()
+        end = time.perf_counter() + ms / 1000
+        while time.perf_counter() < end:
+            pass
+
     return app
+
+
+def cli_app() -> onthedot.App:
+    """The `--app` of the plain `onthedot worker` cells: the same jobs, the URL from
+    $ONTHEDOT_DATABASE_URL."""
+    return make_app(os.environ["ONTHEDOT_DATABASE_URL"])
 
 
 def _profiled(params: dict[str, Any], fn: Any) -> Any:
@@ -95,11 +115,12 @@ def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
 
 def preload(p: dict[str, Any]) -> dict[str, Any]:
     app = make_app(p["url"])
-    noop = app.jobs["noop"]
+    fn = app.jobs[p.get("job", "noop")]
+    args = p.get("args", [])
     left = p["n"]
     while left > 0:
         k = min(left, 10_000)
-        noop.enqueue_many([[] for _ in range(k)])
+        fn.enqueue_many([list(args) for _ in range(k)])
         left -= k
     app.close()
     return {}

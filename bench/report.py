@@ -199,6 +199,34 @@ def targets(res: Results) -> list[str]:
             True,
         )
     )
+    defaults_drain = next(
+        (
+            c.median
+            for c in res.of("defaults")
+            if c.metric == "drain" and c.system == "onthedot" and "--processes" not in c.config
+        ),
+        None,
+    )
+    rows.append(
+        _target(
+            "drain, defaults (`onthedot worker --burst`) ÷ pgqueuer (tuned)",
+            ratio(defaults_drain, med("drain", "throughput", "pgqueuer (tuned)")),
+            2.0,
+            "≥ 2\u00d7",
+            True,
+        )
+    )
+    io_cells = [c for c in res.of("defaults") if c.metric == "io 5 ms" and c.system == "onthedot"]
+    io = io_cells[0] if io_cells else None
+    rows.append(
+        _target(
+            "5 ms I/O jobs, defaults: throughput ÷ ideal",
+            io.extra_median("of_ideal") if io else None,
+            0.9,
+            "≥ 0.90",
+            True,
+        )
+    )
     rows.append(
         _target(
             "drain: onthedot ÷ SQL floor (claim + batched ack)",
@@ -438,5 +466,35 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "lost",
         "SIGKILL at ~40 % drained, then a new worker; lost jobs must be 0.",
         [("rerun", "ran twice"), ("done_at_kill", "done at kill"), ("recovery_s", "recovery s")],
+    )
+    section(
+        "6a. Defaults: drain with a plain `onthedot worker --burst`",
+        "defaults",
+        "drain",
+        "Workload 2's no-op drain by the command a user runs, nothing tuned (compare with "
+        "the best rows of table 2). RSS: the whole process tree (supervisor and children), "
+        "sampled every 100 ms.",
+        [("rss_peak_mib", "peak RSS MiB")],
+    )
+    section(
+        "6b. Defaults: idle worker memory",
+        "defaults",
+        "idle RSS",
+        "`onthedot worker` on an empty queue, every process registered: RSS of the tree.",
+    )
+    section(
+        "6c. Real work: jobs that wait 5 ms on I/O",
+        "defaults",
+        "io 5 ms",
+        "`time.sleep(0.005)` per job. Ideal: processes \u00d7 concurrency \u00f7 5 ms.",
+        [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
+    )
+    section(
+        "6d. Real work: jobs that burn 2 ms of CPU",
+        "defaults",
+        "cpu 2 ms",
+        "A pure-Python loop of 2 ms per job. Ideal: cores \u00f7 2 ms (threads share one GIL "
+        "per process; the processes of `onthedot worker` are what run them in parallel).",
+        [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
     )
     return out

@@ -3,7 +3,6 @@ a new job)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -210,6 +209,8 @@ class JobFunction(Generic[P, R]):
         `connection=` (a psycopg AsyncConnection), inside the caller's open transaction."""
         connection = kwargs.pop("connection", None)
         if connection is None:
+            import asyncio  # a caller awaiting this has it loaded already
+
             return await asyncio.to_thread(self.enqueue, *args, **kwargs)
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
         job = self.build(args, kwargs, **options)
@@ -249,6 +250,8 @@ class JobFunction(Generic[P, R]):
         return self.enqueuer.enqueue(jobs, connection=connection)
 
     async def aenqueue_many(self, calls: Iterable[Any], **options: Any) -> list[int]:
+        import asyncio
+
         return await asyncio.to_thread(self.enqueue_many, list(calls), **options)
 
 

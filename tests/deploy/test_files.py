@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from onthedot.cli.main import cli
@@ -29,7 +30,8 @@ def grace(command: list[str]) -> int:
 def check_command(command: list[str]) -> None:
     """An onthedot command line whose subcommand and options exist."""
     assert command[0] == "onthedot"
-    sub = cli.commands[command[1]]
+    sub = cli.get_command(click.Context(cli), command[1])
+    assert sub is not None, f"no command onthedot {command[1]}"
     known = {opt for param in sub.params for opt in getattr(param, "opts", [])}
     for word in command[2:]:
         if word.startswith("-"):

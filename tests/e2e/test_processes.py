@@ -87,7 +87,7 @@ class Workers:
         handle = log.open("wb")
         command = [sys.executable, "-m", "onthedot", "--app", "tests.e2e.apps.basic:app"]
         popen = subprocess.Popen(
-            [*command, "worker", "--no-scheduler", *args],
+            [*command, "worker", "--no-scheduler", "--processes", "1", *args],
             cwd=ROOT,
             env=env,
             stdout=handle,

@@ -87,7 +87,8 @@ def start_worker(
     environment = dict(os.environ)
     environment.pop("ONTHEDOT_APP", None)
     environment.update(ONTHEDOT_DATABASE_URL=url, PYTHONUNBUFFERED="1", **(env or {}))
-    command = [sys.executable, "-m", "onthedot", "--app", APP, *root, "worker", *args]
+    command = [sys.executable, "-m", "onthedot", "--app", APP, *root, "worker", "--processes", "1"]
+    command += args
     handle = log.open("wb")
     popen = subprocess.Popen(
         command, cwd=ROOT, env=environment, stdout=handle, stderr=subprocess.STDOUT

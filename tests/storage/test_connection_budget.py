@@ -54,7 +54,7 @@ def test_a_worker_process_holds_at_most_three_connections(own_database: str) -> 
             "onthedot",
             "--app",
             "tests.torture.web_app:app",
-            *["worker", "-c", "8"],
+            *["worker", "-c", "8", "--processes", "1"],  # the budget is per process
         ],
         env=env,
         cwd=ROOT,

@@ -99,7 +99,8 @@ class Fleet:
     def start(self, *args: str, offset: float = 0.0, env: dict[str, str] | None = None) -> Proc:
         log = self.tmp / f"worker-{len(self.procs)}.log"
         handle = log.open("wb")
-        command = [sys.executable, "-m", "onthedot", "--app", APP, "worker", "-c", "4", *args]
+        command = [sys.executable, "-m", "onthedot", "--app", APP, "worker", "-c", "4"]
+        command += ["--processes", "1", *args]
         popen = subprocess.Popen(
             command,
             cwd=ROOT,

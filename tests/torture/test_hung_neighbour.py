@@ -1,8 +1,8 @@
 """A prefetched job does not wait behind a hung job while another worker idles (issue 12
 item 5).
 
-Real `onthedot worker` processes on both backends. Worker A (`-c 1`, so one job running and one
-prefetched) claims `chaos.hang`, which never returns, and a quick `chaos.innocent` job; once A
+Real `onthedot worker` processes on both backends. Worker A (`-c 1 --prefetch 1`, so one job
+running and one prefetched) claims `chaos.hang`, which never returns, and a quick `chaos.innocent` job; once A
 holds both, worker B (`-c 1`) starts, idle. Checked: the quick job is given back by A (its
 attempt not counted) within the documented bound (`HOLD_LIMIT`, 5 s, plus a margin) and B runs
 it; it succeeds after exactly one attempt; the hung job stays with A. While A holds both,
@@ -36,7 +36,9 @@ def test_a_prefetched_job_is_given_back_to_an_idle_worker(
     try:
         hung = client.jobs["chaos.hang"].enqueue()
         quick = client.jobs["chaos.innocent"].enqueue(1, 10)
-        first = fleet.start("-c", "1", "--no-scheduler")
+        # A sizes its claims itself and would prefetch nothing before a job finished: the
+        # scenario is a worker holding a prefetched job, so give it one.
+        first = fleet.start("-c", "1", "--prefetch", "1", "--no-scheduler")
 
         def both_held() -> bool:
             a, b = client.get_job(hung), client.get_job(quick)

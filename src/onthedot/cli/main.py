@@ -1,25 +1,52 @@
-"""The root `onthedot` group: its global options, and every subcommand registered on it."""
+"""The root `onthedot` group: its global options, and every subcommand registered on it.
+
+A subcommand's module is imported only when that command runs (or `--help` lists them all), so
+`onthedot worker` does not pay for the web and schedule-control commands."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
 
 from onthedot.cli.context import ENV_APP, Context
-from onthedot.cli.database import health, migrate
-from onthedot.cli.import_beat import import_beat
-from onthedot.cli.jobs import enqueue, jobs, queues
-from onthedot.cli.schedules import check, preview, schedules
-from onthedot.cli.web import dev, web
-from onthedot.cli.worker import worker
 
 LOGGING_COMMANDS = ("worker", "web", "dev")
-SUBCOMMANDS = (migrate, health, worker, enqueue, jobs, queues, check, preview, schedules, web, dev)
+
+# name -> (the module defining it, the command's attribute there): imported only when it runs
+SUBCOMMANDS = {
+    "migrate": ("database", "migrate"),
+    "health": ("database", "health"),
+    "worker": ("worker", "worker"),
+    "enqueue": ("jobs", "enqueue"),
+    "jobs": ("jobs", "jobs"),
+    "queues": ("jobs", "queues"),
+    "check": ("schedules", "check"),
+    "preview": ("schedules", "preview"),
+    "schedules": ("schedules", "schedules"),
+    "web": ("web", "web"),
+    "dev": ("web", "dev"),
+    "import-beat": ("import_beat", "import_beat"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, commands=SUBCOMMANDS)
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = SUBCOMMANDS.get(cmd_name)
+        if where is None:
+            return None
+        module, attribute = where
+        command = getattr(importlib.import_module(f"onthedot.cli.{module}"), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--app", "app_path", envvar=ENV_APP, help="module:attr of your App ($ONTHEDOT_APP).")
 @click.option(
     "--database",
@@ -57,9 +84,6 @@ def cli(
         )
     ctx.obj = Context(app_path, database, verbose)
     ctx.call_on_close(ctx.obj.close)
-
-
-cli.add_command(import_beat)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
+from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
 
 
 @click.command()
@@ -25,10 +26,16 @@ from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
-    help="Serve /metrics, /healthz and /readyz on this port (needs onthedot[prometheus]).",
+    help="Serve /metrics, /healthz and /readyz on this port (needs onthedot[prometheus]); "
+    "under a supervisor, process i serves PORT + i.",
 )
 @click.option(
     "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+)
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    help="Worker processes under one supervisor [default: cores on PostgreSQL, 1 on SQLite].",
 )
 @pass_ctx
 @handle_errors
@@ -43,6 +50,7 @@ def worker(
     grace: float,
     metrics_port: int | None,
     metrics_host: str,
+    processes: int | None,
 ) -> None:
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
     app = ctx.app(required=True)
@@ -51,6 +59,8 @@ def worker(
         click.echo(report.render(), err=True)
         click.echo("worker not started: fix the schedules above (`onthedot check`)", err=True)
         sys.exit(1)
+    if (processes or default_processes(app)) > 1:
+        return supervise(ctx, processes or default_processes(app))
     names = app_queues(app, queues)
     w = app.worker(
         queues=names,
@@ -75,6 +85,8 @@ def worker(
                 "--metrics-port needs prometheus_client: pip install 'onthedot[prometheus]'"
             ) from None
         token = os.environ.get("ONTHEDOT_WEB_METRICS_TOKEN") or None
+        if metrics_port:  # under a supervisor, process i serves PORT + i (0: any free port)
+            metrics_port += int(os.environ.get("ONTHEDOT_WORKER_INDEX", "0"))
         try:
             server = serve_worker(app, w.id, host=metrics_host, port=metrics_port, token=token)
         except OSError as exc:
@@ -86,3 +98,4 @@ def worker(
         if server is not None:
             server.stop()
     click.echo(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished", err=True)
+    report_to_supervisor(w.stop_reason, done)

@@ -139,6 +139,16 @@ class WorkerStopped(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerProcessRestarted(Event):
+    """A supervised worker process died; it is started again after `delay` seconds."""
+
+    process: int  # its slot under the supervisor, 0..processes-1
+    exit: str  # "exit code 1", "signal SIGKILL"
+    delay: float
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
 class DatabaseError(Event):
     where: str
     error: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
 
 from onthedot.domain.payload import JsonObject
 
@@ -21,6 +20,8 @@ def run_command(
 
     Returns {"exit_code", "output"} with the tail of the output; raises CommandFailed on a
     non-zero exit and TimeoutError when the timeout passes (the process is killed)."""
+    import subprocess  # here, not at import: every worker registers this job, few run it
+
     argv: str | list[str]
     if shell:
         argv = command if isinstance(command, str) else shlex.join(command)

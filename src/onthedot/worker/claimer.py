@@ -25,7 +25,6 @@ from onthedot.worker.state import Flags, Pipeline
 class ClaimOptions:
     worker_id: str
     queues: tuple[str, ...]
-    batch_size: int  # most jobs claimed per statement
     lease: float
     burst: bool  # stop once nothing is ready and nothing runs
     poll_interval: float
@@ -214,17 +213,23 @@ class Claimer:
         opts = self.options
         if self.claim_alone():
             return 1, False
+        pipeline = self.pipeline
+        batch = pipeline.batch()
+        asked = min(free, batch)
         total = 0
         for queue_name in self.paused.active(opts.queues):
-            want = min(free - total, opts.batch_size)
+            want = min(free - total, batch)
             if want <= 0:
+                pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
             jobs = self.storage.claim_jobs(
                 opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
             )
             if jobs:
-                self.pipeline.add_claimed(jobs)
+                pipeline.add_claimed(jobs)
                 total += len(jobs)
                 if len(jobs) >= want:
+                    pipeline.claimed(asked, total)
                     return total, True
+        pipeline.claimed(asked, total)
         return total, False

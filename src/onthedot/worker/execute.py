@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import traceback as tb_module
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -114,6 +113,8 @@ def run_sync(
 async def run_async(
     fn: Callable[..., Awaitable[object]], job: ClaimedJob, ctx: JobContext, backoff: Backoff | None
 ) -> Outcome:
+    import asyncio  # only once an async job runs: a worker of sync jobs never imports it
+
     token = set_current(ctx)
     deadline = asyncio.timeout(job.timeout) if job.timeout else None
     try:

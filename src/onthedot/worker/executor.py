@@ -5,13 +5,12 @@ itself."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import onthedot.worker.execute as execute
 from onthedot.clock import Clock, SystemClock
@@ -22,6 +21,9 @@ from onthedot.observability.events import EventBus, JobStarted
 from onthedot.observability.hooks import Instrumentation, split_headers
 from onthedot.worker.deps import RunnableJob
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, Running, RunningJobs, Threads
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("onthedot.worker")
 
@@ -36,6 +38,8 @@ LOOP_BLOCKED = 0.2
 
 async def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
     """On an abandoned loop: wait for its other jobs, then stop it (its thread exits)."""
+    import asyncio
+
     me = asyncio.current_task()
     while any(task is not me for task in asyncio.all_tasks()):
         await asyncio.sleep(0.1)
@@ -86,6 +90,8 @@ class Executors:
         self.threads.start(self._execute_loop, f"onthedot-exec-{index}")
 
     def start_loop(self) -> None:
+        import asyncio  # only with async jobs: a worker of sync jobs starts without it
+
         ready = threading.Event()
 
         def run_loop() -> None:
@@ -218,6 +224,8 @@ class Executors:
             call = running.call or cast(Callable[..., Awaitable[object]], jf.fn)
             return await execute.run_async(call, job, self._context(job), jf.backoff)
 
+        import asyncio  # loaded already: an async job is running
+
         future = asyncio.run_coroutine_threadsafe(guarded(), loop)
         running.future = future
 
@@ -240,8 +248,9 @@ class Executors:
         future.add_done_callback(done)
 
     def finish(self, job: ClaimedJob, outcome: Outcome, started: float | None) -> None:
-        self.outcomes.put((job, outcome, None if started is None else time.monotonic() - started))
-        self.pipeline.finished()
+        seconds = None if started is None else time.monotonic() - started
+        self.outcomes.put((job, outcome, seconds))
+        self.pipeline.finished(seconds)
 
     # -- timeouts (called by the keeper) ----------------------------------------------------
     def enforce_timeouts(self, now: float) -> None:

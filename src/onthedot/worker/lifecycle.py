@@ -24,7 +24,6 @@ import queue as queue_mod
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 
 from onthedot.domain.errors import OnthedotError
@@ -37,6 +36,7 @@ from onthedot.worker.deps import SchedulerLike, WorkerDeps
 from onthedot.worker.executor import Executors
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
 from onthedot.worker.signals import stop_on_signals
+from onthedot.worker.sizing import ClaimSizing
 from onthedot.worker.state import STOP, Flags, OutcomeQueue, Pipeline, RunningJobs, Threads
 
 log = logging.getLogger("onthedot.worker")
@@ -45,9 +45,11 @@ log = logging.getLogger("onthedot.worker")
 class Worker:
     """Runs jobs of `queues` (claimed in the order given) with `concurrency` executor threads.
 
-    - `batch_size`: most jobs claimed per statement (default: max(concurrency, 20)).
-    - `prefetch`: claimed-but-not-started jobs held locally (default: concurrency). Given back
-      without using an attempt on graceful shutdown.
+    - `batch_size`: most jobs claimed per statement (default: sized by the backlog, see
+      `sizing.py`).
+    - `prefetch`: claimed-but-not-started jobs held locally (default: what the executors can
+      start within ~25 ms at the observed job durations). Given back without using an attempt
+      on graceful shutdown.
     - `burst`: return once no job is ready and none is running.
     - `scheduler`: also run the scheduler tick (no leader: every worker may).
     - `grace`: seconds running jobs get to finish after the first SIGTERM/SIGINT.
@@ -84,28 +86,24 @@ class Worker:
         self.grace = grace
         self.stop_after = stop_after
         self.install_signals = install_signals
-        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
         self.lease = deps.lease
         self.scheduler: SchedulerLike | None = None
         self.stop_reason = "finished"
         self.generation = 0
 
-        batch_size = batch_size or max(concurrency, 20)
-        prefetch = concurrency if prefetch is None else prefetch
-        max_inflight = concurrency + prefetch
         self.flags = Flags()
         self.threads = Threads()
-        refill_at = max(1, min(batch_size, max_inflight // 2))
-        self.pipeline = Pipeline(max_inflight, refill_at=refill_at, executors=concurrency)
+        self.pipeline = Pipeline(
+            sizing=ClaimSizing(concurrency, batch_size or None, prefetch), executors=concurrency
+        )
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
         self.outcomes = outcomes
         self.backoff = DatabaseBackoff(deps.events, self.flags)
         self.wakeup: Wakeup = self.storage.wakeup(set(self.queues))
         self.paused = PausedQueues(self.storage)
-        options = ClaimOptions(
-            self.id, queues, batch_size, self.lease, burst, poll_interval, stop_after
-        )
+        options = ClaimOptions(self.id, queues, self.lease, burst, poll_interval, stop_after)
         self.claimer = Claimer(
             options,
             storage=self.storage,

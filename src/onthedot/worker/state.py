@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from onthedot.domain.jobs import ClaimedJob, Outcome
+from onthedot.worker.sizing import ClaimSizing
 
 
 class Sentinel(Enum):
@@ -65,17 +66,28 @@ class Pipeline:
     """Claimed jobs between the claimer and the executors, and the counts behind claiming.
 
     One lock, two conditions: executors wait on `cond` for claimed jobs, the claimer waits on
-    `room` for free capacity (or, in burst mode, for outcomes to be written)."""
+    `room` for free capacity (or, in burst mode, for outcomes to be written). How much to hold
+    comes from `sizing` (`sizing.py`), fed the durations of the jobs that finish."""
 
-    def __init__(self, max_inflight: int, refill_at: int, executors: int | None = None) -> None:
-        self.max_inflight = max_inflight
-        self.executors = max_inflight if executors is None else executors
+    def __init__(
+        self,
+        max_inflight: int | None = None,
+        refill_at: int = 1,
+        *,
+        sizing: ClaimSizing | None = None,
+        executors: int | None = None,
+    ) -> None:
+        if sizing is None:
+            if max_inflight is None:
+                raise ValueError("a Pipeline needs max_inflight or a sizing")
+            sizing = ClaimSizing.fixed(max_inflight, refill_at)
+        self.sizing = sizing
+        self.executors = sizing.limits.max_inflight if executors is None else executors
         # Jobs waiting in the buffer: when each was claimed (monotonic), for `take_stale`.
         self.claimed_at: dict[int, float] = {}
         # Set when buffered jobs were given back for waiting too long: claim only for idle
         # executors (no prefetch) until a job finishes.
         self.hold_back = False
-        self.refill_at = refill_at
         self.buffer: deque[ClaimedJob | Sentinel] = deque()
         lock = threading.RLock()
         self.cond = threading.Condition(lock)
@@ -99,7 +111,8 @@ class Pipeline:
                     self.room.wait(0.1)
                     return 0
                 self.alone = False
-            free = self.max_inflight - self.inflight
+            limits = self.sizing.limits
+            free = limits.max_inflight - self.inflight
             if self.hold_back:
                 free = min(free, self.executors - self.inflight)
                 if free <= 0:
@@ -107,10 +120,20 @@ class Pipeline:
                     return 0
             # Refill in batches: wait until half the room is free, unless the executors have
             # nothing left to start (then any room is worth a claim).
-            if free <= 0 or (free < self.refill_at and self.buffer):
+            if free <= 0 or (free < limits.refill_at and self.buffer):
                 self.room.wait(0.1)
                 return 0
             return free
+
+    def batch(self) -> int:
+        """Most jobs the next claim statement asks for."""
+        return self.sizing.limits.batch
+
+    def claimed(self, asked: int, got: int) -> None:
+        # Without the lock: the executor just woken by `add_claimed` must not wait for it.
+        # Only the claimer writes the backlog's part of the sizing; the limits are replaced
+        # whole, and recomputed at the next finished job anyway.
+        self.sizing.claimed(asked, got)
 
     def empty(self) -> bool:
         """Nothing claimed is unfinished or unpersisted: the worker holds no job."""
@@ -149,14 +172,17 @@ class Pipeline:
                 self.claimed_at.pop(job.id, None)
             return job
 
-    def finished(self) -> None:
-        """A taken job has its outcome (handed to the completer)."""
+    def finished(self, seconds: float | None = None) -> None:
+        """A taken job has its outcome (handed to the completer); it ran `seconds` (None: it
+        never started)."""
         with self.cond:
             self.unpersisted += 1
             self.inflight -= 1
             self.hold_back = False
-            free = self.max_inflight - self.inflight
-            if free == self.refill_at or not self.buffer:
+            if seconds is not None:
+                self.sizing.ran(seconds)
+            limits = self.sizing.limits
+            if limits.max_inflight - self.inflight >= limits.refill_at or not self.buffer:
                 self.room.notify()  # only the claimer waits for room
 
     # -- the completer ----------------------------------------------------------------------

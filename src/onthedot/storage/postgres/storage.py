@@ -131,7 +131,10 @@ class PostgresStorage(SqlStorage):
             ) from exc
         except psycopg.DataError as exc:  # a value it cannot hold, e.g. a NUL in a filter
             raise ValueError(f"PostgreSQL cannot take this value: {_one_line(exc)}") from exc
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError) as exc:
+            # InternalError/InterfaceError: the protocol broke mid-statement (seen through
+            # PgBouncer while the server restarts, "received 2 results from command 'BEGIN'"):
+            # the connection is lost, like an outage; the caller retries.
             raise DatabaseUnavailable(
                 f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
             ) from exc

@@ -32,6 +32,12 @@ class Command(BaseCommand):
     def run_cli(self, args: list[str], *, standalone: bool) -> None:
         from onthedot.cli.main import cli
 
+        if args[:1] == ["worker"] and "--processes" not in args:
+            # One process under manage.py: the supervisor's children would start without
+            # Django's settings. Run more `manage.py onthedot worker` processes to use more
+            # cores (systemd instances, container replicas).
+            args = [*args, "--processes", "1"]
+
         cli.main(
             args=["--app", APP_PATH, *args],
             prog_name="manage.py onthedot",

@@ -1,0 +1,30 @@
+"""The app the claim-sizing tests run in real worker processes.
+
+`nap.nap(seconds)` records its start in the `nap_started` table of the same PostgreSQL database
+($ONTHEDOT_DATABASE_URL), then sleeps: a test can tell jobs claimed but not started (running,
+not in `nap_started`) from jobs started.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psycopg
+
+from onthedot import App, current_job
+
+DDL = "CREATE TABLE IF NOT EXISTS nap_started (job_id bigint PRIMARY KEY, pid integer)"
+
+
+def nap(seconds: float) -> None:
+    with psycopg.connect(os.environ["ONTHEDOT_DATABASE_URL"], autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO nap_started VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (current_job().job_id, os.getpid()),
+        )
+    time.sleep(seconds)
+
+
+app = App(os.environ.get("ONTHEDOT_DATABASE_URL"))
+app.job(name="nap.nap")(nap)
