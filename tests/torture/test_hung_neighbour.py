@@ -3,10 +3,11 @@ item 5).
 
 Real `onthedot worker` processes on both backends. Worker A (`-c 1 --prefetch 1`, so one job
 running and one prefetched) claims `chaos.hang`, which never returns, and a quick
-`chaos.innocent` job; once A holds both, worker B (`-c 1`) starts, idle. Checked: the quick job is given back by A (its
-attempt not counted) within the documented bound (`HOLD_LIMIT`, 5 s, plus a margin) and B runs
-it; it succeeds after exactly one attempt; the hung job stays with A. While A holds both,
-`onthedot jobs list` shows the hung job `running` and the prefetched one `claimed`.
+`chaos.innocent` job; once A holds both, worker B (`-c 1`) starts, idle. Checked: the quick job
+is given back by A (its attempt not counted) within the documented bound (`HOLD_LIMIT`, 5 s,
+plus a margin) and B runs it; it succeeds after exactly one attempt; the hung job stays with A.
+While A holds both, `onthedot jobs list` shows the hung job `running` and the prefetched one
+`claimed`.
 """
 
 from __future__ import annotations
