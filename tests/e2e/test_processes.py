@@ -164,7 +164,9 @@ def test_several_processes_drain_one_queue_running_each_job_once(
     for chunk in range(4):  # enqueue while they run: claims, enqueues and finishes interleave
         start = chunk * count // 4
         ids += client.jobs["basic.record"].enqueue_many(
-            [[f"n{i}"] for i in range(start, start + count // 4)]
+            # 5 ms each: a worker holds what it can start within its claim horizon, so
+            # the others get a share (no-op jobs could all be run by the first to wake)
+            [[f"n{i}", 0.005] for i in range(start, start + count // 4)]
         )
     flt = JobFilter(state=JobState.SUCCEEDED, queue="default")
     wait_for(lambda: client.storage.count_jobs(flt) == count, "every job to succeed", 90)

@@ -18,8 +18,13 @@ from onthedot import App, Backoff, current_job
 DEADLINE = 120.0  # a blocked job gives up after this long, so no test can hang forever
 
 
-def record(note: str = "") -> int:
-    """Append `job_id attempt pid` to $ONTHEDOT_TEST_RECORD (one atomic O_APPEND write)."""
+def record(note: str = "", pause: float = 0.0) -> int:
+    """Append `job_id attempt pid` to $ONTHEDOT_TEST_RECORD (one atomic O_APPEND write).
+
+    `pause` seconds of sleep first make the job last long enough that one worker cannot
+    start a whole batch before the others have woken."""
+    if pause:
+        time.sleep(pause)
     ctx = current_job()
     line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {note}\n".encode()
     fd = os.open(os.environ["ONTHEDOT_TEST_RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
