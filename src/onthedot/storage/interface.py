@@ -275,7 +275,12 @@ class Storage(Protocol):
         """Delete finished jobs that finished before `older_than`, slot history behind each
         ledger cursor recorded before it, ledger rows removed from code before it, worker
         rows whose heartbeat is older than `workers_older_than`, and audit entries written
-        before `audit_older_than` (None: keep them all). Returns counts per table."""
+        before `audit_older_than` (None: keep them all). Returns counts per table. Jobs go
+        in batches of a few thousand rows, each its own transaction."""
+
+    def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
+        """Delete at most `limit` jobs that finished before `older_than`, oldest first, in one
+        short transaction; returns how many were deleted (fewer than `limit`: none is left)."""
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""

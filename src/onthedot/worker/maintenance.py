@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from onthedot.clock import Clock
@@ -22,6 +22,11 @@ log = logging.getLogger("onthedot.worker")
 T = TypeVar("T")
 
 PRUNE_EVERY = 300.0  # seconds between prunes, across all workers (a maintenance lease)
+# A prune pass deletes finished jobs one batch per keeper turn, so that a backlog of millions
+# of rows never stops the heartbeat (a lease would expire and the held jobs be run twice) nor
+# holds one long transaction: PRUNE_STEP rows per batch, PRUNE_PAUSE seconds between batches.
+PRUNE_STEP = 5000
+PRUNE_PAUSE = 0.05
 PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
 # A job that started is shown `running` (no longer `claimed`) by the next heartbeat: one comes
 # at most this many seconds after a start (one batched write for all the starts meanwhile).
@@ -78,6 +83,7 @@ class Keeper:
         enforce_timeouts: Callable[[float], None],
         refresh_paused: Callable[[float], None],
         audit_retention: timedelta | None = None,
+        prune_step: int = PRUNE_STEP,
     ) -> None:
         self.worker_id = worker_id
         self.storage = storage
@@ -93,6 +99,8 @@ class Keeper:
         self.backoff = backoff
         self.enforce_timeouts = enforce_timeouts
         self.refresh_paused = refresh_paused
+        self.prune_step = prune_step
+        self._pass: _PrunePass | None = None
 
     def run(self) -> None:
         next_beat = 0.0
@@ -115,8 +123,8 @@ class Keeper:
                     self.rescue()
                     next_rescue = now + max(self.lease / 2, 0.05)
                 if now >= next_prune:
-                    self.prune()
-                    next_prune = now + 60.0
+                    more = self.prune()
+                    next_prune = now + (PRUNE_PAUSE if more else 60.0)
                 self.refresh_paused(now)
                 self.give_back_stale(now)
                 errors = 0
@@ -151,14 +159,41 @@ class Keeper:
         for r in rescued:
             self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
 
-    def prune(self) -> None:
-        if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
-            return
-        now = self.clock.fixed_now() or self.storage.db_now()
+    def prune(self) -> bool:
+        """One step of a prune pass (at most `prune_step` jobs deleted); True while the pass
+        has more to delete. A pass starts when this worker wins the maintenance turn and
+        keeps the turn while it lasts; its last step prunes the other tables."""
+        if self._pass is None:
+            if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
+                return False
+            now = self.clock.fixed_now() or self.storage.db_now()
+            self._pass = _PrunePass(now, time.monotonic())
+        p = self._pass
+        n = self.storage.prune_jobs(older_than=p.now - self.retention, limit=self.prune_step)
+        p.jobs += n
+        if n >= self.prune_step:
+            if time.monotonic() - p.renewed > PRUNE_EVERY / 5:
+                # Still at it: keep the turn, so no other worker starts a pass beside this one.
+                self.storage.acquire_maintenance("prune", 0, self.worker_id)
+                p.renewed = time.monotonic()
+            return True
+        self._pass = None
         counts = self.storage.prune(
-            older_than=now - self.retention,
-            workers_older_than=now - timedelta(seconds=max(self.lease * 10, 3600)),
-            audit_older_than=None if self.audit_retention is None else now - self.audit_retention,
+            older_than=p.now - self.retention,
+            workers_older_than=p.now - timedelta(seconds=max(self.lease * 10, 3600)),
+            audit_older_than=None if self.audit_retention is None else p.now - self.audit_retention,
         )
+        counts["jobs"] += p.jobs
         if any(counts.values()):
             log.info("pruned %s", " ".join(f"{k}={v}" for k, v in counts.items()))
+        return False
+
+
+class _PrunePass:
+    """A prune pass under way: its cut-off instant, jobs deleted so far, when it last renewed
+    the maintenance turn (monotonic)."""
+
+    def __init__(self, now: datetime, renewed: float) -> None:
+        self.now = now
+        self.renewed = renewed
+        self.jobs = 0

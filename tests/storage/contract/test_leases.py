@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import pytest
+
 from onthedot import JobFilter, JobState
 from onthedot.domain.jobs import Outcome, OutcomeKind
 from onthedot.storage.interface import Storage, WorkerInfo
@@ -207,3 +209,17 @@ def test_workers_and_maintenance_on_the_database_clock(storage: Storage) -> None
     assert not storage.acquire_maintenance("task", 3600, "w2")
     assert storage.prune(older_than=start, workers_older_than=start)["workers"] == 0
     assert storage.prune(older_than=start, workers_older_than=storage.db_now())["workers"] == 1
+
+
+def test_prune_jobs_deletes_a_bounded_batch_oldest_first(storage: Storage) -> None:
+    ids = storage.at(T0).enqueue([new_job("p") for _ in range(5)])
+    for i, job_id in enumerate(ids):  # finished at T0+40, T0+30, ... T0+0: newest id oldest
+        storage.at(T0).claim_jobs("w", "default", 1, 10_000)
+        storage.at(at(40 - 10 * i)).finish_jobs("w", [succeed(job_id)])
+    assert storage.prune_jobs(older_than=at(35), limit=2) == 2
+    assert [storage.get_job(i) is None for i in ids] == [False, False, False, True, True]
+    assert storage.prune_jobs(older_than=at(35), limit=2) == 2
+    assert storage.prune_jobs(older_than=at(35), limit=2) == 0  # the one left is younger
+    assert storage.get_job(ids[0]) is not None
+    with pytest.raises(ValueError, match="limit must be a positive int"):
+        storage.prune_jobs(older_than=at(35), limit=0)

@@ -194,10 +194,13 @@ WHERE j.id = v.id AND j.state = 'running'
 RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
 
 -- name: prune_jobs
+-- One bounded batch, oldest first along onthedot_jobs_finished: a short transaction (no long
+-- snapshot holding back vacuum), and a pass stopped half-way has removed the oldest rows.
 DELETE FROM onthedot_jobs
 WHERE id IN (SELECT id FROM onthedot_jobs
              WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < %(before)s
-             LIMIT 10000);
+             ORDER BY finished_at
+             LIMIT %(limit)s);
 
 -- name: prune_slots
 DELETE FROM onthedot_slots h

@@ -12,7 +12,9 @@ from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 
-_PRUNE_BATCH = 10000  # the LIMIT of prune_jobs
+# Rows per pruning transaction: a batch takes tens of milliseconds on a big table (measured in
+# docs/scaling.md, "Large tables"), so no transaction of the prune is long.
+PRUNE_BATCH = 5000
 
 
 class WorkerVerbs(SqlBase):
@@ -82,10 +84,9 @@ class WorkerVerbs(SqlBase):
         before = self.d.instant(older_than)
         counts = {"jobs": 0}
         while True:
-            with self._write() as conn:
-                n = int(self._run(conn, "prune_jobs", {"before": before}).rowcount)
+            n = self.prune_jobs(older_than=older_than, limit=PRUNE_BATCH)
             counts["jobs"] += n
-            if n < _PRUNE_BATCH:
+            if n < PRUNE_BATCH:
                 break
         with self._tx() as conn:
             counts["slots"] = self._run(conn, "prune_slots", {"before": before}).rowcount
@@ -98,6 +99,13 @@ class WorkerVerbs(SqlBase):
                 audit_before = {"before": self.d.instant(audit_older_than)}
                 counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
         return counts
+
+    def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int (rows per batch), got {limit!r}")
+        params = {"before": self.d.instant(older_than), "limit": limit}
+        with self._write() as conn:
+            return int(self._run(conn, "prune_jobs", params).rowcount)
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         params = {

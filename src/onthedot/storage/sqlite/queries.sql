@@ -148,7 +148,8 @@ RETURNING id, name, attempts, state = 'queued', queue;
 DELETE FROM onthedot_jobs
 WHERE id IN (SELECT id FROM onthedot_jobs
              WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < :before
-             LIMIT 10000);
+             ORDER BY finished_at
+             LIMIT :limit);
 
 -- name: prune_slots
 DELETE FROM onthedot_slots
