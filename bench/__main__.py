@@ -45,10 +45,21 @@ def parse() -> argparse.Namespace:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes, one round (< 3 min)")
     mode.add_argument("--full", action="store_true", help="the sizes of the issue, 3 rounds")
-    ap.add_argument("--only", default=",".join(WORKLOADS), help="workloads to run")
+    ap.add_argument(
+        "--only",
+        default=",".join(WORKLOADS),
+        help="workloads to run (also, never by default: bigtable, prune, which load millions"
+        " of rows into a database of their own)",
+    )
     ap.add_argument("--systems", default="", help="comma-separated system keys (default: all)")
     ap.add_argument("--rounds", type=int, help="override the number of interleaved rounds")
     ap.add_argument("--sweep", action="store_true", help="also run the drain settings sweep")
+    ap.add_argument(
+        "--scale",
+        type=float,
+        help="bigtable/prune: rows loaded = 10M finished + 1M queued times SCALE"
+        " (default: 0.1 with --quick, 1 with --full)",
+    )
     ap.add_argument("--profile", metavar="DIR", help="cProfile onthedot's cells into DIR")
     ap.add_argument("--out", default=str(BENCH.parent / "docs" / "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true", help="print results, leave the doc alone")
@@ -70,7 +81,7 @@ def main() -> None:
     from bench.harness import Results, drop_database, fresh_database, log, run_cell
     from bench.plan import FULL, QUICK, Context
     from bench.systems import ALL
-    from bench.workloads import crash, defaults, drain, enqueue, latency, scheduler
+    from bench.workloads import bigtable, crash, defaults, drain, enqueue, latency, prune, scheduler
 
     if args.render:
         rerender([Path(p) for p in args.render.split(",")], Path(args.out))
@@ -78,6 +89,10 @@ def main() -> None:
     sizes = FULL if args.full else QUICK
     if args.rounds:
         sizes = replace(sizes, rounds=args.rounds)
+    if args.scale:
+        sizes = replace(
+            sizes, big_finished=int(10_000_000 * args.scale), big_queued=int(1_000_000 * args.scale)
+        )
     keys = {s.key for s in ALL}
     if args.systems:
         keys = {k.strip() for k in args.systems.split(",")}
@@ -113,6 +128,7 @@ def main() -> None:
         systems=keys,
         profile_dir=profile_dir,
         sweep=args.sweep,
+        workloads=[w.strip() for w in args.only.split(",") if w.strip()],
     )
     started = time.time()
     machine = report.machine_info()
@@ -128,8 +144,10 @@ def main() -> None:
             "scheduler": scheduler,
             "crash": crash,
             "defaults": defaults,
+            "bigtable": bigtable,
+            "prune": prune,
         }
-        for name in [w.strip() for w in args.only.split(",") if w.strip()]:
+        for name in ctx.workloads:
             modules[name].run(ctx)
     finally:
         redis.terminate()

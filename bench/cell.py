@@ -11,6 +11,7 @@ import sys
 
 MODULES = {
     "onthedot": "bench.ours",
+    "big": "bench.bigcells",
     "floor": "bench.floors",
     "pgqueuer": "bench.peers.pgq_cells",
     "procrastinate": "bench.peers.procrastinate_cells",

@@ -22,6 +22,10 @@ class Sizes:
     latency: int  # sequential enqueue -> start samples
     schedules: tuple[int, ...]
     crash: int
+    # The large-table workloads (bigtable, prune): rows loaded, no-op jobs drained on top.
+    big_finished: int = 1_000_000
+    big_queued: int = 100_000
+    big_drain: int = 20_000
 
 
 QUICK = Sizes(
@@ -47,6 +51,8 @@ FULL = Sizes(
     latency=1_000,
     schedules=(1_000, 10_000, 100_000),
     crash=20_000,
+    big_finished=10_000_000,
+    big_queued=1_000_000,
 )
 
 
@@ -60,6 +66,7 @@ class Context:
     systems: set[str]  # keys of the systems to run
     profile_dir: Path | None = None
     sweep: bool = False
+    workloads: list[str] = field(default_factory=list)  # the ones this run was asked for
     notes: list[str] = field(default_factory=list)
     _sqlite_n: int = 0
 
