@@ -3,13 +3,15 @@
 A database of its own is filled server-side (INSERT ... SELECT generate_series, triggers off,
 secondary indexes built after the load) with `big_finished` finished jobs (98 % succeeded, 2 %
 failed with a traceback, 10 % in queue `reports`, 1 % from a schedule, finished_at spread
-evenly over the last 30 days, ids in time order) and `big_queued` queued ones (half ready in
-queue `backlog`, which no worker of the bench serves, half in `default` delayed over the next
-30 days), then VACUUM ANALYZE. Against an empty database, interleaved round by round, it then
-measures: a drain of `big_drain` no-op jobs enqueued on top (2 processes x c=4, batch 200,
-prefetch 400: the drain workload's configuration), idle enqueue -> start latency, and the
-operator's reads (queue_stats, queued_by_name, list_jobs, count_jobs, the overview's queries).
+evenly over the last 30 days, ids in time order) and `big_queued` queued ones (ready, in queue
+`backlog`, which no worker of the bench serves), then VACUUM ANALYZE. Against an empty
+database, interleaved round by round, it then measures: a drain of `big_drain` no-op jobs
+enqueued on top (2 processes x c=4, batch 200, prefetch 400: the drain workload's
+configuration), idle enqueue -> start latency, and the operator's reads (queue_stats,
+queued_by_name, list_jobs, count_jobs, the overview's queries).
 No prune runs meanwhile (the maintenance turn is taken for ten years): `prune` measures it.
+Last, once: `big_queued / 2` jobs delayed in `default` (the queue the workers serve) are added
+and the drain and the latency measured again ("big+delayed").
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ FROM generate_series(1, %(n)s) g,
 """
 QUEUED_SQL = """
 INSERT INTO onthedot_jobs (name, queue, state, args, kwargs, run_at, created_at)
-SELECT 'job_' || (g %% 20), CASE WHEN g %% 2 = 0 THEN 'backlog' ELSE 'default' END, 'queued',
-    jsonb_build_array(g), '{}'::jsonb,
-    CASE WHEN g %% 2 = 0 THEN now() - interval '1 hour'
-         ELSE now() + interval '1 hour' + interval '30 days' * g::float8 / %(n)s END,
-    now() - interval '1 hour'
+SELECT 'job_' || (g %% 20), 'backlog', 'queued', jsonb_build_array(g), '{}'::jsonb,
+    now() - interval '1 hour', now() - interval '1 hour'
+FROM generate_series(1, %(n)s) g
+"""
+# Jobs delayed in the queue the workers serve (run_at over the next 30 days).
+DELAYED_SQL = """
+INSERT INTO onthedot_jobs (name, queue, state, args, kwargs, run_at, created_at)
+SELECT 'job_' || (g %% 20), 'default', 'queued', jsonb_build_array(g), '{}'::jsonb,
+    now() + interval '1 hour' + interval '30 days' * g::float8 / %(n)s, now()
 FROM generate_series(1, %(n)s) g
 """
 NO_PRUNE = (
@@ -228,7 +234,7 @@ def run(ctx: Context) -> None:
             for which in order:
                 settle(urls[which], which == "empty")
                 log(f"bigtable latency {which} round {r + 1}")
-                params = {"url": urls[which], "n": s.latency, "concurrency": 4}
+                params = {"url": urls[which], "n": min(s.latency, 500), "concurrency": 4}
                 try:
                     out = run_cell("onthedot", "latency", params, timeout=600)
                     res.cell("bigtable", "latency p50", "onthedot", which, "ms", False).add(
@@ -250,6 +256,7 @@ def run(ctx: Context) -> None:
         res.cell("bigtable", "sizes", "onthedot", "big", "MB", False).add(
             sizes(urls["big"])["total_mb"], **sizes(urls["big"])
         )
+        delayed(ctx, urls["big"])
         summary(ctx)
     finally:
         drop_database(EMPTY)
@@ -257,22 +264,51 @@ def run(ctx: Context) -> None:
             drop_database(BIG)
 
 
+def delayed(ctx: Context, url: str) -> None:
+    """The big table plus delayed jobs in the served queue: one drain, one latency run."""
+    s, res = ctx.sizes, ctx.results
+    n = s.big_queued // 2
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET session_replication_role = replica")
+        conn.execute(DELAYED_SQL, {"n": n})
+    settle(url, False)
+    log(f"bigtable big+delayed ({n} delayed in default): drain n={s.big_drain}")
+    try:
+        out = drain(BIG, s.big_drain)
+        res.cell("bigtable", "drain", "onthedot", "big+delayed", "jobs/s").add(
+            out.pop("rate"), delayed=n, **out
+        )
+    except CellFailed as exc:
+        res.cell("bigtable", "drain", "onthedot", "big+delayed", "jobs/s").errors.append(str(exc))
+    settle(url, False)
+    params = {"url": url, "n": min(s.latency, 300), "concurrency": 4}
+    out = run_cell("onthedot", "latency", params, timeout=900)
+    res.cell("bigtable", "latency p50", "onthedot", "big+delayed", "ms", False).add(
+        out["p50"], p90=out["p90"], max=out["max"], delayed=n
+    )
+    res.cell("bigtable", "latency p99", "onthedot", "big+delayed", "ms", False).add(out["p99"])
+    with psycopg.connect(url, autocommit=True) as conn:  # the prune workload goes without them
+        conn.execute("DELETE FROM onthedot_jobs WHERE queue = 'default' AND state = 'queued'")
+        conn.execute("VACUUM onthedot_jobs")
+
+
 def summary(ctx: Context) -> None:
     """Print the big/empty ratios (medians over rounds)."""
     res = ctx.results
     lines = ["", "| measure | empty | big | big/empty |", "|---|---|---|---|"]
     metrics = sorted({c.metric for c in res.of("bigtable") if c.config in ("empty", "big")})
+
+    def show(c: Any) -> str:
+        lo, hi = min(c.values), max(c.values)
+        return f"{statistics.median(c.values):.3g} ({lo:.3g}-{hi:.3g})"
+
     for m in metrics:
         e = res.find("bigtable", m, "onthedot", "empty")
-        b = res.find("bigtable", m, "onthedot", "big")
-        if e is None or b is None or not e.values or not b.values:
-            continue
-        ratio = _ratio(b.values, e.values)
-
-        def show(c: Any) -> str:
-            lo, hi = min(c.values), max(c.values)
-            return f"{statistics.median(c.values):.3g} ({lo:.3g}-{hi:.3g})"
-
-        lines.append(f"| {m} ({e.unit}) | {show(e)} | {show(b)} | {ratio:.2f} |")
+        for config in ("big", "big+delayed"):
+            b = res.find("bigtable", m, "onthedot", config)
+            if e is None or b is None or not e.values or not b.values:
+                continue
+            ratio = _ratio(b.values, e.values)
+            lines.append(f"| {m} ({e.unit}) [{config}] | {show(e)} | {show(b)} | {ratio:.2f} |")
     for line in lines:
         log(line)
