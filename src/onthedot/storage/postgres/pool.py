@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -25,10 +26,26 @@ def connection_kwargs(pooler: str) -> dict[str, Any]:
     return kwargs
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
+def _configure_pooled(conn: psycopg.Connection[Any]) -> None:
     # TimeZone is one of the parameters PgBouncer tracks per client and sets again on whichever
     # server connection runs the client's next transaction, so this holds behind it too.
     conn.execute("SET TIME ZONE 'UTC'")
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """A direct (or session-pooled) connection: UTC, and no JIT. onthedot's statements are
+    short index lookups; once the jobs table holds millions of rows the generic plan of a
+    prepared claim is estimated above `jit_above_cost` and every claim paid ~200 ms compiling
+    (docs/scaling.md, "Large tables"). Not behind a transaction pooler: the setting would
+    leak to the other clients of the server connection, and there nothing is prepared, so
+    each claim is planned with its real LIMIT and stays below the threshold."""
+    _configure_pooled(conn)
+    conn.execute("SET jit = off")
+
+
+def configure_for(pooler: str) -> Callable[[psycopg.Connection[Any]], None]:
+    """The new-connection callback for this pooler mode."""
+    return _configure_pooled if pooler == "transaction" else _configure
 
 
 try:  # psycopg_pool's reconnection attempt (its backoff state); private, so optional

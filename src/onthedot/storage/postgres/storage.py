@@ -21,7 +21,13 @@ from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
-from onthedot.storage.postgres.pool import _configure, _one_line, _Pool, connection_kwargs
+from onthedot.storage.postgres.pool import (
+    _configure,
+    _one_line,
+    _Pool,
+    configure_for,
+    connection_kwargs,
+)
 from onthedot.storage.postgres.refusals import POOL_NAME, QUIET_POOL, describe_connect_error
 from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
@@ -66,7 +72,7 @@ class PostgresStorage(SqlStorage):
             max_size=max_size,
             open=False,
             kwargs=connection_kwargs(pooler),
-            configure=_configure,
+            configure=configure_for(pooler),
             timeout=10.0,
             name=POOL_NAME,
         )
