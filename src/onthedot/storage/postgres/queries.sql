@@ -298,19 +298,52 @@ DELETE FROM onthedot_jobs WHERE id = %(id)s AND state <> 'running' RETURNING id;
 SELECT state FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: queue_stats
-SELECT queue,
-       count(*) FILTER (WHERE state = 'queued'),
-       count(*) FILTER (WHERE state = 'running'),
-       count(*) FILTER (WHERE state = 'succeeded'),
-       count(*) FILTER (WHERE state = 'failed'),
-       count(*) FILTER (WHERE state = 'cancelled'),
-       count(*) FILTER (WHERE state = 'queued' AND run_at <= COALESCE(%(now)s::timestamptz, now())),
-       EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now())
-               - min(run_at) FILTER (WHERE state = 'queued'
-                                     AND run_at <= COALESCE(%(now)s::timestamptz, now())))::float8
-FROM onthedot_jobs
-GROUP BY queue
+-- The depths come from onthedot_job_counts (exact: written in the jobs' own transactions, see
+-- migration 0004); only `ready` and the oldest ready age read the jobs, through
+-- onthedot_jobs_queued_at: the oldest queued job of the queue (one index descent) and the
+-- queued jobs not yet due (an index range, typically short). `excess`: count rows beyond one
+-- per group, which the caller compacts when there are many.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+c AS (
+    SELECT queue,
+           COALESCE(sum(n) FILTER (WHERE state = 'queued'), 0)::bigint AS queued,
+           COALESCE(sum(n) FILTER (WHERE state = 'running'), 0)::bigint AS running,
+           COALESCE(sum(n) FILTER (WHERE state = 'succeeded'), 0)::bigint AS succeeded,
+           COALESCE(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
+           COALESCE(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
+           count(*) - count(DISTINCT (name, state)) AS excess
+    FROM onthedot_job_counts
+    GROUP BY queue
+),
+r AS (
+    SELECT c.*, t.now,
+           CASE WHEN c.queued > 0 THEN
+               (SELECT count(*) FROM onthedot_jobs j
+                WHERE j.state = 'queued' AND j.queue = c.queue AND j.run_at > t.now) END AS future,
+           CASE WHEN c.queued > 0 THEN
+               (SELECT min(j.run_at) FROM onthedot_jobs j
+                WHERE j.state = 'queued' AND j.queue = c.queue) END AS oldest
+    FROM c CROSS JOIN t
+)
+SELECT queue, queued, running, succeeded, failed, cancelled,
+       queued - COALESCE(future, 0),
+       CASE WHEN oldest <= now THEN EXTRACT(EPOCH FROM now - oldest)::float8 END,
+       excess
+FROM r
 ORDER BY queue;
+
+-- name: compact_counts
+-- Fold the count rows into one per group. Safe beside writers: the DELETE removes only the
+-- rows its snapshot sees (committed before it began), and puts back their sum in the same
+-- transaction; rows committed meanwhile stay as they are. One compaction at a time (a
+-- transaction lock keyed by this table, so every schema has its own): another returns at once.
+WITH d AS (
+    DELETE FROM onthedot_job_counts
+    WHERE (SELECT pg_try_advisory_xact_lock('onthedot_job_counts'::regclass::oid::bigint))
+    RETURNING queue, name, state, n
+)
+INSERT INTO onthedot_job_counts (queue, name, state, n)
+SELECT queue, name, state, sum(n) FROM d GROUP BY queue, name, state HAVING sum(n) <> 0;
 
 -- name: set_queue_paused
 INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
@@ -322,7 +355,9 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
-SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
+-- From onthedot_job_counts; the third column counts the rows summed (see queue_stats).
+SELECT name, sum(n)::bigint, count(*) FROM onthedot_job_counts WHERE state = 'queued'
+GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),

@@ -97,6 +97,7 @@ class WorkerVerbs(SqlBase):
             if audit_older_than is not None:
                 audit_before = {"before": self.d.instant(audit_older_than)}
                 counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
+        self._compact_counts()
         return counts
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:

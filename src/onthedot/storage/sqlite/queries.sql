@@ -244,14 +244,38 @@ DELETE FROM onthedot_jobs WHERE id = :id AND state <> 'running' RETURNING id;
 SELECT state FROM onthedot_jobs WHERE id = :id;
 
 -- name: queue_stats
-SELECT queue,
-       sum(state = 'queued'), sum(state = 'running'), sum(state = 'succeeded'),
-       sum(state = 'failed'), sum(state = 'cancelled'),
-       sum(state = 'queued' AND run_at <= :now),
-       :now - min(CASE WHEN state = 'queued' AND run_at <= :now THEN run_at END)
-FROM onthedot_jobs
-GROUP BY queue
+-- The depths come from onthedot_job_counts (exact: kept by triggers, see migration 0004); only
+-- `ready` and the oldest ready age read the jobs, through onthedot_jobs_queued_at: the oldest
+-- queued job of the queue (one index descent) and the queued jobs not yet due (an index
+-- range, typically short). The last column (rows to compact) is 0: one row per group here.
+WITH c AS (
+    SELECT queue,
+           sum(CASE WHEN state = 'queued' THEN n ELSE 0 END) AS queued,
+           sum(CASE WHEN state = 'running' THEN n ELSE 0 END) AS running,
+           sum(CASE WHEN state = 'succeeded' THEN n ELSE 0 END) AS succeeded,
+           sum(CASE WHEN state = 'failed' THEN n ELSE 0 END) AS failed,
+           sum(CASE WHEN state = 'cancelled' THEN n ELSE 0 END) AS cancelled
+    FROM onthedot_job_counts
+    GROUP BY queue
+),
+r AS (
+    SELECT c.*,
+           CASE WHEN c.queued > 0 THEN
+               (SELECT count(*) FROM onthedot_jobs j
+                WHERE j.state = 'queued' AND j.queue = c.queue AND j.run_at > :now) END AS future,
+           CASE WHEN c.queued > 0 THEN
+               (SELECT min(j.run_at) FROM onthedot_jobs j
+                WHERE j.state = 'queued' AND j.queue = c.queue) END AS oldest
+    FROM c
+)
+SELECT queue, queued, running, succeeded, failed, cancelled, queued - COALESCE(future, 0),
+       CASE WHEN oldest <= :now THEN :now - oldest END, 0
+FROM r
 ORDER BY queue;
+
+-- name: compact_counts
+-- One row per group is kept in place; compaction only drops the groups that reached zero.
+DELETE FROM onthedot_job_counts WHERE n = 0;
 
 -- name: set_queue_paused
 INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
@@ -263,7 +287,9 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
-SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
+-- From onthedot_job_counts; the third column counts the rows summed (see queue_stats).
+SELECT name, sum(n), count(*) FROM onthedot_job_counts WHERE state = 'queued'
+GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
