@@ -16,7 +16,6 @@ from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 
-
 COMPACT_AT = 2000  # count rows beyond one per group that make a statistics read compact them
 
 
