@@ -11,6 +11,7 @@ import sys
 
 MODULES = {
     "onthedot": "bench.ours",
+    "stats": "bench.stats_cells",
     "floor": "bench.floors",
     "pgqueuer": "bench.peers.pgq_cells",
     "procrastinate": "bench.peers.procrastinate_cells",

@@ -22,6 +22,7 @@ class Sizes:
     latency: int  # sequential enqueue -> start samples
     schedules: tuple[int, ...]
     crash: int
+    stats: int = 1_000_000  # stored jobs under the queue statistics
 
 
 QUICK = Sizes(

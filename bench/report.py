@@ -497,4 +497,14 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "per process; the processes of `onthedot worker` are what run them in parallel).",
         [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
     )
+    for metric in ("queue_stats", "queued_by_name"):
+        section(
+            f"7{'ab'[metric == 'queued_by_name']}. Queue statistics: `{metric}()`",
+            "stats",
+            metric,
+            "Wall ms per call on a database holding the stored jobs (bench/stats_cells.py), "
+            "read from the job counts table; _before_: the schema-3 statement that counted "
+            "every stored job, on the same data.",
+            [("min_ms", "min ms"), ("max_ms", "max ms"), ("before_ms", "before ms")],
+        )
     return out

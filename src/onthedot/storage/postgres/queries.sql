@@ -315,7 +315,7 @@ c AS (
     FROM onthedot_job_counts
     GROUP BY queue
 ),
-r AS (
+r AS MATERIALIZED (
     SELECT c.*, t.now,
            CASE WHEN c.queued > 0 THEN
                (SELECT count(*) FROM onthedot_jobs j

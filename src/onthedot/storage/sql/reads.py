@@ -73,9 +73,10 @@ class ReadVerbs(SqlBase):
 
     def queue_stats(self) -> list[QueueStats]:
         with self._read() as conn:
-            rows = self._run(conn, "queue_stats", {"now": self.d.now(self._fixed())})
+            params = {"now": self.d.now(self._fixed())}
+            rows = self._run(conn, "queue_stats", params, prepare=True)
             rows = rows.fetchall()
-            paused = {r[0] for r in self._run(conn, "paused_queues", {}).fetchall()}
+            paused = {r[0] for r in self._run(conn, "paused_queues", {}, prepare=True)}
         self._compact_beyond(sum(int(r[8]) for r in rows))
         stats = [
             QueueStats(
@@ -180,7 +181,7 @@ class ReadVerbs(SqlBase):
 
     def queued_by_name(self) -> dict[str, int]:
         with self._read() as conn:
-            rows = self._run(conn, "queued_by_name", {}).fetchall()
+            rows = self._run(conn, "queued_by_name", {}, prepare=True).fetchall()
         self._compact_beyond(sum(int(r[2]) for r in rows) - len(rows))
         return {r[0]: int(r[1]) for r in rows if r[1]}
 

@@ -258,7 +258,7 @@ WITH c AS (
     FROM onthedot_job_counts
     GROUP BY queue
 ),
-r AS (
+r AS MATERIALIZED (
     SELECT c.*,
            CASE WHEN c.queued > 0 THEN
                (SELECT count(*) FROM onthedot_jobs j
