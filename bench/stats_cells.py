@@ -80,9 +80,46 @@ def _ms(fn: Any, n: int) -> list[float]:
     return out
 
 
-def _summary(ms: list[float]) -> dict[str, float]:
+def _schedstat_ns(pid: int) -> int:
+    """CPU time a process has run, in ns (/proc/PID/schedstat: finer than the tick counts)."""
+    try:
+        return int(open(f"/proc/{pid}/schedstat").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class CpuMeter:
+    """CPU ms per call, this process plus the PostgreSQL backends of the database (the server
+    runs on this machine): on a loaded machine a steadier measure than the wall clock."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.admin = None if url.startswith("sqlite") else psycopg.connect(url, autocommit=True)
+
+    def _server_ns(self) -> int:
+        if self.admin is None:
+            return 0
+        pids = self.admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        ).fetchall()
+        return sum(_schedstat_ns(p[0]) for p in pids)
+
+    def per_call(self, fn: Any, n: int) -> float:
+        server, client = self._server_ns(), time.process_time_ns()
+        for _ in range(n):
+            fn()
+        used = (time.process_time_ns() - client) + (self._server_ns() - server)
+        return used / n / 1e6
+
+    def close(self) -> None:
+        if self.admin is not None:
+            self.admin.close()
+
+
+def _summary(ms: list[float], cpu_ms: float) -> dict[str, float]:
     ms = sorted(ms)
-    return {"median": statistics.median(ms), "min": ms[0], "max": ms[-1]}
+    return {"median": statistics.median(ms), "min": ms[0], "max": ms[-1], "cpu_ms": cpu_ms}
 
 
 def _fill(url: str, n: int) -> float:
@@ -106,7 +143,7 @@ def _fill(url: str, n: int) -> float:
     return time.perf_counter() - t
 
 
-def _before(url: str, reps: int) -> tuple[list[float], list[float]]:
+def _before(url: str, reps: int, meter: CpuMeter) -> dict[str, dict[str, float]]:
     """The statements of schema version 3, timed on the same database (the "before"), inside
     a transaction that drops the index version 4 added (rolled back), as on version 3."""
     drop = "DROP INDEX onthedot_jobs_queued_at"
@@ -115,40 +152,51 @@ def _before(url: str, reps: int) -> tuple[list[float], list[float]]:
         stats, names = SQLITE_BEFORE
         lite.execute("BEGIN")
         lite.execute(drop)
-        a = _ms(lambda: lite.execute(stats, {"now": time.time()}).fetchall(), reps)
-        b = _ms(lambda: lite.execute(names).fetchall(), reps)
+        calls = [
+            lambda: lite.execute(stats, {"now": time.time()}).fetchall(),
+            lambda: lite.execute(names).fetchall(),
+        ]
+        out = {
+            k: _summary(_ms(f, reps), meter.per_call(f, reps))
+            for k, f in zip(KEYS, calls, strict=True)
+        }
         lite.execute("ROLLBACK")
         lite.close()
-        return a, b
+        return out
     with psycopg.connect(url) as pg:
         stats, names = PG_BEFORE
         pg.execute(drop)
-        a = _ms(lambda: pg.execute(stats).fetchall(), reps)
-        b = _ms(lambda: pg.execute(names).fetchall(), reps)
+        calls = [lambda: pg.execute(stats).fetchall(), lambda: pg.execute(names).fetchall()]
+        out = {
+            k: _summary(_ms(f, reps), meter.per_call(f, reps))
+            for k, f in zip(KEYS, calls, strict=True)
+        }
         pg.rollback()
-        return a, b
+        return out
+
+
+KEYS = ("queue_stats", "queued_by_name")
 
 
 def stats(p: dict[str, Any]) -> dict[str, Any]:
-    """Fill `n` jobs, then time the statistics verbs `reps` times each (after one warm-up)."""
-    url, n, reps = p["url"], p["n"], p.get("reps", 30)
-    storage = open_storage(url)
+    """Fill `n` jobs, then time the statistics verbs `reps` times each (after a warm-up): wall
+    ms per call, and CPU ms per call (client and server) over as many more calls."""
+    url, n, reps = p["url"], p["n"], p.get("reps", 60)
+    storage = open_storage(url, pool_size=1)
     storage.migrate()
     fill_s = _fill(url, n)
     storage.queue_stats()  # warm-up: connections, plans (and a compaction of the fill's rows)
     storage.queued_by_name()
-    qs = _ms(storage.queue_stats, reps)
-    by_name = _ms(storage.queued_by_name, reps)
     total = sum(
         s.queued + s.running + s.succeeded + s.failed + s.cancelled for s in storage.queue_stats()
     )
     assert total == n, f"the statistics count {total} jobs, the database holds {n}"
+    meter = CpuMeter(url)
+    out: dict[str, Any] = {"fill_s": fill_s}
+    for key, fn in zip(KEYS, (storage.queue_stats, storage.queued_by_name), strict=True):
+        out[key] = _summary(_ms(fn, reps), meter.per_call(fn, reps))
     storage.close()
-    old_qs, old_names = _before(url, max(3, reps // 6))
-    return {
-        "fill_s": fill_s,
-        "queue_stats": _summary(qs),
-        "queued_by_name": _summary(by_name),
-        "before_queue_stats": _summary(old_qs),
-        "before_queued_by_name": _summary(old_names),
-    }
+    for key, res in _before(url, max(3, reps // 10), meter).items():
+        out[f"before_{key}"] = res
+    meter.close()
+    return out
