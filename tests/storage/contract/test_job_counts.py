@@ -57,13 +57,16 @@ def test_counts_follow_every_kind_of_change(storage: Storage) -> None:
     s0 = storage.at(T0)
     check(storage, T0)
     s0.enqueue([new_job("x", queue="a")])  # one job
-    s0.enqueue([new_job("y", queue="a") for _ in range(5)])  # many: COPY on PostgreSQL
+    s0.enqueue([new_job("y", queue="a", priority=i % 3) for i in range(5)])  # many: COPY on PG
     s0.enqueue([new_job("x", queue="b", unique_key="k")])
     s0.enqueue([new_job("x", queue="b", unique_key="k")])  # the key is taken: nothing added
     s0.enqueue([new_job("z", queue="b", run_at=at(60))])  # queued, not ready
+    s0.enqueue([new_job("z", queue="b", run_at=at(30), priority=2)])  # ready before it
+    s0.enqueue([new_job("z", queue="b", run_at=at(-5), priority=-1)])
     s0.enqueue([new_job("z", queue="b", unique_key="k2"), new_job("z", queue="c")])
     check(storage, T0)
-    check(storage, at(61))  # the future job is ready now
+    check(storage, at(31))  # one of the future jobs is ready now
+    check(storage, at(61))  # both
     claimed = storage.at(at(1)).claim_jobs("w1", "a", 4, 30)
     assert len(claimed) == 4
     check(storage, at(1))
@@ -105,6 +108,9 @@ def test_counts_follow_every_kind_of_change(storage: Storage) -> None:
         slot = PlannedSlot(at(10), "enqueued", new_job("tick", queue="s", schedule_key="sch"))
         tick.apply([TickPlan("sch", T0, at(10), at(20), slots=(slot,), missed=0)])
     check(storage, at(30))
+    (ticked,) = storage.at(at(31)).claim_jobs("w3", "s", 5, 30)
+    storage.at(at(32)).finish_jobs("w3", [succeed(ticked.id)])
+    check(storage, at(32))
     # Prune removes finished jobs (and compacts the counts).
     pruned = storage.at(at(40)).prune(older_than=at(1000), workers_older_than=at(0))
     assert pruned["jobs"] >= 1
@@ -149,9 +155,9 @@ def test_counts_equal_an_exact_count_after_any_sequence(
         held = s.list_jobs(JobFilter(queue=queue, state=JobState.RUNNING, limit=k + 1))
         some = s.list_jobs(JobFilter(queue=queue, limit=k + 1))
         if op == "enqueue":
-            s.enqueue([new_job(f"n{k}", queue=queue, run_at=at(t + 10 * (k % 2)))])
+            s.enqueue([new_job(f"n{k}", queue=queue, run_at=at(t + 10 * (k % 2)), priority=k)])
         elif op == "enqueue_many":
-            s.enqueue([new_job(f"n{i}", queue=queue) for i in range(k + 2)])
+            s.enqueue([new_job(f"n{i}", queue=queue, priority=i % 2) for i in range(k + 2)])
         elif op == "claim":
             s.claim_jobs(f"w{k % 2}", queue, k + 1, 2)
         elif op == "finish" and held:

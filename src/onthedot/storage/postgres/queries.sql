@@ -299,11 +299,29 @@ SELECT state FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: queue_stats
 -- The depths come from onthedot_job_counts (exact: written in the jobs' own transactions, see
--- migration 0004); only `ready` and the oldest ready age read the jobs, through
--- onthedot_jobs_queued_at: the oldest queued job of the queue (one index descent) and the
--- queued jobs not yet due (an index range, typically short). `excess`: count rows beyond one
--- per group, which the caller compacts when there are many.
+-- migration 0004); only `ready` and the oldest ready age read the jobs, through the ready
+-- index by (queue, priority) for each priority the queue's queued jobs have: the oldest one
+-- (one index descent) and those not yet due (an index range, typically short). `excess`:
+-- count rows beyond one per group, which the caller compacts when there are many.
 WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+g AS (
+    SELECT queue, state, priority, sum(n) AS n, count(*) - count(DISTINCT name) AS excess
+    FROM onthedot_job_counts
+    GROUP BY queue, state, priority
+),
+p AS MATERIALIZED (
+    SELECT g.queue,
+           (SELECT count(*) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+              AND j.run_at > t.now) AS future,
+           (SELECT min(j.run_at) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+    FROM g CROSS JOIN t
+    WHERE g.state = 'queued' AND g.n > 0
+),
+r AS (
+    SELECT queue, sum(future) AS future, min(oldest) AS oldest FROM p GROUP BY queue
+),
 c AS (
     SELECT queue,
            COALESCE(sum(n) FILTER (WHERE state = 'queued'), 0)::bigint AS queued,
@@ -311,26 +329,16 @@ c AS (
            COALESCE(sum(n) FILTER (WHERE state = 'succeeded'), 0)::bigint AS succeeded,
            COALESCE(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
            COALESCE(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
-           count(*) - count(DISTINCT (name, state)) AS excess
-    FROM onthedot_job_counts
+           sum(excess)::bigint AS excess
+    FROM g
     GROUP BY queue
-),
-r AS MATERIALIZED (
-    SELECT c.*, t.now,
-           CASE WHEN c.queued > 0 THEN
-               (SELECT count(*) FROM onthedot_jobs j
-                WHERE j.state = 'queued' AND j.queue = c.queue AND j.run_at > t.now) END AS future,
-           CASE WHEN c.queued > 0 THEN
-               (SELECT min(j.run_at) FROM onthedot_jobs j
-                WHERE j.state = 'queued' AND j.queue = c.queue) END AS oldest
-    FROM c CROSS JOIN t
 )
-SELECT queue, queued, running, succeeded, failed, cancelled,
-       queued - COALESCE(future, 0),
-       CASE WHEN oldest <= now THEN EXTRACT(EPOCH FROM now - oldest)::float8 END,
-       excess
-FROM r
-ORDER BY queue;
+SELECT c.queue, c.queued, c.running, c.succeeded, c.failed, c.cancelled,
+       c.queued - COALESCE(r.future, 0)::bigint,
+       CASE WHEN r.oldest <= t.now THEN EXTRACT(EPOCH FROM t.now - r.oldest)::float8 END,
+       c.excess
+FROM c CROSS JOIN t LEFT JOIN r ON r.queue = c.queue
+ORDER BY c.queue;
 
 -- name: compact_counts
 -- Fold the count rows into one per group. Safe beside writers: the DELETE removes only the
@@ -340,10 +348,12 @@ ORDER BY queue;
 WITH d AS (
     DELETE FROM onthedot_job_counts
     WHERE (SELECT pg_try_advisory_xact_lock('onthedot_job_counts'::regclass::oid::bigint))
-    RETURNING queue, name, state, n
+    RETURNING queue, name, state, priority, n
 )
-INSERT INTO onthedot_job_counts (queue, name, state, n)
-SELECT queue, name, state, sum(n) FROM d GROUP BY queue, name, state HAVING sum(n) <> 0;
+INSERT INTO onthedot_job_counts (queue, name, state, priority, n)
+SELECT queue, name, state, priority, sum(n) FROM d
+GROUP BY queue, name, state, priority
+HAVING sum(n) <> 0;
 
 -- name: set_queue_paused
 INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
@@ -355,8 +365,9 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
--- From onthedot_job_counts; the third column counts the rows summed (see queue_stats).
-SELECT name, sum(n)::bigint, count(*) FROM onthedot_job_counts WHERE state = 'queued'
+-- From onthedot_job_counts; the third column: count rows beyond one per group (see queue_stats).
+SELECT name, sum(n)::bigint, count(*) - count(DISTINCT (queue, priority))
+FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
 -- name: job_counts

@@ -182,7 +182,7 @@ class ReadVerbs(SqlBase):
     def queued_by_name(self) -> dict[str, int]:
         with self._read() as conn:
             rows = self._run(conn, "queued_by_name", {}, prepare=True).fetchall()
-        self._compact_beyond(sum(int(r[2]) for r in rows) - len(rows))
+        self._compact_beyond(sum(int(r[2]) for r in rows))
         return {r[0]: int(r[1]) for r in rows if r[1]}
 
     def job_counts(

@@ -245,10 +245,22 @@ SELECT state FROM onthedot_jobs WHERE id = :id;
 
 -- name: queue_stats
 -- The depths come from onthedot_job_counts (exact: kept by triggers, see migration 0004); only
--- `ready` and the oldest ready age read the jobs, through onthedot_jobs_queued_at: the oldest
--- queued job of the queue (one index descent) and the queued jobs not yet due (an index
--- range, typically short). The last column (rows to compact) is 0: one row per group here.
-WITH c AS (
+-- `ready` and the oldest ready age read the jobs, through the ready index by (queue, priority)
+-- for each priority the queue's queued jobs have: the oldest one (one index descent) and those
+-- not yet due (an index range, typically short). The last column (count rows to compact) is
+-- 0: one row per group here.
+WITH p AS MATERIALIZED (
+    SELECT g.queue,
+           (SELECT count(*) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+              AND j.run_at > :now) AS future,
+           (SELECT min(j.run_at) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+    FROM (SELECT queue, priority FROM onthedot_job_counts WHERE state = 'queued'
+          GROUP BY queue, priority HAVING sum(n) > 0) AS g
+),
+r AS (SELECT queue, sum(future) AS future, min(oldest) AS oldest FROM p GROUP BY queue),
+c AS (
     SELECT queue,
            sum(CASE WHEN state = 'queued' THEN n ELSE 0 END) AS queued,
            sum(CASE WHEN state = 'running' THEN n ELSE 0 END) AS running,
@@ -257,21 +269,12 @@ WITH c AS (
            sum(CASE WHEN state = 'cancelled' THEN n ELSE 0 END) AS cancelled
     FROM onthedot_job_counts
     GROUP BY queue
-),
-r AS MATERIALIZED (
-    SELECT c.*,
-           CASE WHEN c.queued > 0 THEN
-               (SELECT count(*) FROM onthedot_jobs j
-                WHERE j.state = 'queued' AND j.queue = c.queue AND j.run_at > :now) END AS future,
-           CASE WHEN c.queued > 0 THEN
-               (SELECT min(j.run_at) FROM onthedot_jobs j
-                WHERE j.state = 'queued' AND j.queue = c.queue) END AS oldest
-    FROM c
 )
-SELECT queue, queued, running, succeeded, failed, cancelled, queued - COALESCE(future, 0),
-       CASE WHEN oldest <= :now THEN :now - oldest END, 0
-FROM r
-ORDER BY queue;
+SELECT c.queue, c.queued, c.running, c.succeeded, c.failed, c.cancelled,
+       c.queued - COALESCE(r.future, 0),
+       CASE WHEN r.oldest <= :now THEN :now - r.oldest END, 0
+FROM c LEFT JOIN r ON r.queue = c.queue
+ORDER BY c.queue;
 
 -- name: compact_counts
 -- One row per group is kept in place; compaction only drops the groups that reached zero.
@@ -287,8 +290,9 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
--- From onthedot_job_counts; the third column counts the rows summed (see queue_stats).
-SELECT name, sum(n), count(*) FROM onthedot_job_counts WHERE state = 'queued'
+-- From onthedot_job_counts; the third column: count rows to compact (none here, see
+-- queue_stats).
+SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
 -- name: job_counts
