@@ -256,7 +256,7 @@ class Storage(Protocol):
         listings) until it is deleted."""
 
     def queued_by_name(self) -> dict[str, int]:
-        """How many jobs are queued, by job name."""
+        """How many jobs are queued, by job name (from the job counts: no scan of the jobs)."""
 
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
@@ -294,7 +294,8 @@ class Storage(Protocol):
         """How many jobs match the filter (ignoring before_id and limit)."""
 
     def queue_stats(self) -> list[QueueStats]:
-        """Depth per state for each queue."""
+        """Depth per state for each queue, exact: the depths from the job counts kept with
+        the jobs, ready and the oldest ready age from an index range of the queued jobs."""
 
     def job_action(self, action: str, job_id: int) -> Job | None:
         """Apply an operator's action to one job and return it afterwards (None once deleted):
