@@ -230,13 +230,13 @@ def test_both_dialects_build_the_same_schema(sqlite_url: str, pg_url: str) -> No
         assert lite[table] == pg[table], table
 
 
-def test_job_counts_are_filled_from_jobs_made_before_them(
+def test_queue_counts_are_filled_from_jobs_made_before_them(
     bare: Storage, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from onthedot.storage.postgres import storage as pg_module
     from onthedot.storage.sqlite import storage as sqlite_module
     from tests.storage.contract.conftest import at, succeed
-    from tests.storage.contract.test_job_counts import check
+    from tests.storage.contract.test_queue_counts import check
 
     def up_to_3(backend: str) -> tuple[tuple[int, str, str], ...]:
         return load_migrations(backend)[:3]

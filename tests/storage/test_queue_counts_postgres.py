@@ -16,7 +16,7 @@ from onthedot.storage.postgres.storage import PostgresStorage
 from onthedot.storage.sql.base import COMPACT_AT
 from onthedot.storage.sqlfile import load_queries
 from tests.storage.contract.conftest import T0, at, new_job, run_threads
-from tests.storage.contract.test_job_counts import check
+from tests.storage.contract.test_queue_counts import check
 
 INSERT_JOB = (
     "INSERT INTO onthedot_jobs (name, queue, run_at, created_at)"
