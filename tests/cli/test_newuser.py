@@ -366,7 +366,8 @@ def test_the_until_error_mentions_durations(migrated: str, tmp_path: Path) -> No
 # -- 8. README -----------------------------------------------------------------------------------
 def test_the_readme_says_how_long_tests_take_and_what_web_needs() -> None:
     readme = (ROOT / "README.md").read_text()
-    assert "about 7 minutes" in readme and "-m pytest tests/cli" in readme
+    assert re.search(r"whole suite takes about \d+ minutes", readme), "the test time is given"
+    assert "python -m pytest tests/domain" in readme  # a quick subset
     assert 'pip install "onthedot[web]"' in readme
     cli_block = readme.split("## The CLI in short", 1)[1].split("```", 2)[1]
     assert not re.search(r"\| *(jobs|explain|history|retry|cancel)\b", cli_block), cli_block
