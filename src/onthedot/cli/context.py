@@ -60,8 +60,8 @@ class Context:
         created (a read in the wrong folder would otherwise answer from an empty database)."""
         app = self.app()
         config = app.database
-        path = config.path if config.backend == "sqlite" else None
-        if path and path != ":memory:" and not Path(path).exists():
+        path = config.file
+        if path and not Path(path).exists():
             folder = Path(path).resolve().parent
             if not folder.is_dir():
                 raise click.ClickException(
@@ -90,8 +90,8 @@ def database_label(app: App) -> str:
     """The app's database as a person checks it: the masked URL, and for a SQLite file its
     absolute path."""
     config = app.database
-    if config.backend == "sqlite" and config.path and config.path != ":memory:":
-        return f"{config.display} ({Path(config.path).resolve()})"
+    if config.file:
+        return f"{config.display} ({Path(config.file).resolve()})"
     return config.display
 
 
