@@ -12,8 +12,10 @@ from typing import Any
 import onthedot
 from bench.jobs import (
     LatencyProbe,
+    burn,
     latency_result,
     mark_first,
+    mark_last,
     percentile,
     samples,
     signal_started,
@@ -39,14 +41,14 @@ def make_app(url: str, **kw: Any) -> onthedot.App:
         """Real work, waiting on I/O: `ms` milliseconds asleep (the GIL released)."""
         mark_first()
         time.sleep(ms / 1000)
+        mark_last()
 
     @app.job(name="cpu")
     def cpu(ms: float) -> None:
         """Real work, burning CPU: `ms` milliseconds of pure-Python loop (holding the GIL)."""
         mark_first()
-        end = time.perf_counter() + ms / 1000
-        while time.perf_counter() < end:
-            pass
+        burn(ms)
+        mark_last()
 
     return app
 

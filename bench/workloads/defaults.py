@@ -28,6 +28,7 @@ from bench.harness import (
     _process_tree,
     cell_env,
     first_marks,
+    job_window,
     kill_group,
     log,
     python,
@@ -37,6 +38,7 @@ from bench.harness import (
 )
 from bench.plan import Context
 from bench.systems import OURS, OURS_SQLITE, System, remaining
+from bench.workloads import realwork
 
 CONCURRENCY = 4  # onthedot worker's default
 IO_MS, IO_N = 5.0, 10_000
@@ -71,6 +73,7 @@ def run(ctx: Context) -> None:
                     if ideal:
                         res["ideal"] = ideal
                         res["of_ideal"] = res["rate"] / ideal
+                        res.update(realwork.machine_ratio(metric, res["rate"]))
                     cell.add(res.pop("rate"), **res)
                 except CellFailed as exc:
                     log(f"  failed: {exc}")
@@ -89,6 +92,7 @@ def run(ctx: Context) -> None:
                     cell.add(res.pop("rate"), **res)
                 except CellFailed as exc:
                     cell.errors.append(str(exc))
+        realwork.run_round(ctx, r, scale)  # the peers and the process counts, same round
 
 
 def _command(extra: list[str]) -> list[str]:
@@ -158,7 +162,8 @@ def drain_cli(
     left = remaining(system, url, None)
     if left:
         raise CellFailed(f"{left} jobs left after the drain")
-    return {"rate": n / (end - min(marks)), "rss_peak_mib": peak[0], "n": n}
+    out = {"rate": n / (end - min(marks)), "rss_peak_mib": peak[0], "n": n}
+    return {**out, **job_window(rd, n)}
 
 
 def idle_rss(ctx: Context, system: System) -> float:
