@@ -48,10 +48,12 @@ def mark_last() -> None:
 
 
 def burn(ms: float) -> None:
-    """The CPU-bound job of every system: `ms` milliseconds of a pure-Python loop (holding
-    the GIL the whole time)."""
-    end = time.perf_counter() + ms / 1000
-    while time.perf_counter() < end:
+    """The CPU-bound job of every system: a pure-Python loop until this thread has used `ms`
+    milliseconds of CPU. Counted in the thread's own CPU time, not the wall clock: a job
+    preempted by another process, or waiting for the GIL behind another thread, still does its
+    whole `ms` of work (a wall-clock loop would finish early and flatter threads)."""
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
         pass
 
 

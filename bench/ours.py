@@ -45,7 +45,7 @@ def make_app(url: str, **kw: Any) -> onthedot.App:
 
     @app.job(name="cpu")
     def cpu(ms: float) -> None:
-        """Real work, burning CPU: `ms` milliseconds of pure-Python loop (holding the GIL)."""
+        """Real work, burning CPU: `ms` milliseconds of CPU in a pure-Python loop (the GIL held)."""
         mark_first()
         burn(ms)
         mark_last()
