@@ -512,6 +512,7 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
             ("of_machine", "\u00f7 machine ref"),
             ("job_window_rate", "jobs/s, first start \u2192 last finish"),
             ("cores_busy", "cores busy"),
+            ("cpu_ms_job", "command CPU ms/job"),
             ("rss_peak_mib", "peak RSS MiB"),
         ],
     )

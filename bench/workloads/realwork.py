@@ -194,18 +194,22 @@ def run_round(ctx: Context, r: int, scale: int) -> None:
 
 def processes_round(ctx: Context, r: int, scale: int) -> None:
     """2 ms CPU jobs by `onthedot worker --burst --processes N` for the N its default does not
-    already run: 1 on PostgreSQL (the default is one per core), 2 on SQLite (default 1)."""
+    already run: 1 on PostgreSQL (the default is one per core), one per core on SQLite (default
+    1); and one per core with one executor thread each (`-c 1`: no GIL shared by threads)."""
     from bench.workloads.defaults import CONCURRENCY, drain_cli
 
-    n = CPU_N // scale
-    for system, procs in ((OURS, 1), (OURS_SQLITE, cores())):
+    n, k = CPU_N // scale, cores()
+    variants = [(OURS, 1, CONCURRENCY), (OURS, k, 1), (OURS_SQLITE, k, CONCURRENCY)]
+    variants.append((OURS_SQLITE, k, 1))
+    for system, procs, conc in variants:
         if not ctx.wants(system):
             continue
-        label = f"`onthedot worker --burst --processes {procs}` ({procs} proc x c={CONCURRENCY})"
+        flags = ["--processes", str(procs)] + (["-c", str(conc)] if conc != CONCURRENCY else [])
+        label = f"`onthedot worker --burst {' '.join(flags)}` ({procs} proc x c={conc})"
         cell = ctx.results.cell("defaults", "cpu 2 ms", system.key, label, "jobs/s")
-        log(f"defaults {system.key} cpu 2 ms --processes {procs} n={n} round {r + 1}")
+        log(f"defaults {system.key} cpu 2 ms {' '.join(flags)} n={n} round {r + 1}")
         try:
-            res = drain_cli(ctx, system, "cpu", [CPU_MS], n, ["--processes", str(procs)])
+            res = drain_cli(ctx, system, "cpu", [CPU_MS], n, flags)
             rate = res.pop("rate")
             res["ideal"] = min(procs, cores()) / (CPU_MS / 1000)
             res["of_ideal"] = rate / res["ideal"]
