@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
 import os
 import sys
@@ -41,6 +42,13 @@ def make_app(url: str, **kw: Any) -> onthedot.App:
         """Real work, waiting on I/O: `ms` milliseconds asleep (the GIL released)."""
         mark_first()
         time.sleep(ms / 1000)
+        mark_last()
+
+    @app.job(name="aio")
+    async def aio(ms: float) -> None:
+        """The I/O job written as an async job: `ms` milliseconds of `asyncio.sleep`."""
+        mark_first()
+        await asyncio.sleep(ms / 1000)
         mark_last()
 
     @app.job(name="cpu")

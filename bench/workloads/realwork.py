@@ -189,7 +189,32 @@ def run_round(ctx: Context, r: int, scale: int) -> None:
         except CellFailed as exc:
             log(f"  failed: {exc}")
             cell.errors.append(str(exc))
+    async_io_round(ctx, r, scale)
     processes_round(ctx, r, scale)
+
+
+def async_io_round(ctx: Context, r: int, scale: int) -> None:
+    """The 5 ms I/O jobs written as onthedot async jobs (`asyncio.sleep`, the way of the async
+    systems), by the same plain `onthedot worker --burst`: async jobs take no executor thread,
+    so only the jobs a worker holds (concurrency + prefetch) bound them."""
+    from bench.workloads.defaults import drain_cli, processes
+
+    n = IO_N // scale
+    for system in (OURS, OURS_SQLITE):
+        if not ctx.wants(system):
+            continue
+        procs = processes(system)
+        label = f"`onthedot worker --burst`, async job: asyncio.sleep ({procs} proc, no thread cap)"
+        cell = ctx.results.cell("defaults", "io 5 ms", system.key, label, "jobs/s")
+        log(f"defaults {system.key} io 5 ms async n={n} round {r + 1}")
+        try:
+            res = drain_cli(ctx, system, "aio", [IO_MS], n)
+            rate = res.pop("rate")
+            res.update(machine_ratio("io 5 ms", rate))
+            cell.add(rate, **res)
+        except CellFailed as exc:
+            log(f"  failed: {exc}")
+            cell.errors.append(str(exc))
 
 
 def processes_round(ctx: Context, r: int, scale: int) -> None:
