@@ -8,7 +8,7 @@ How each system runs them (`how` in the report's configuration column):
   async; Procrastinate's async tasks); the sync workers call `time.sleep(0.005)` (onthedot's
   threads, Celery). Celery runs its default prefork pool (one child per core) and, as its docs
   advise for I/O-bound tasks, a thread pool (`-P threads -c 10`; eventlet/gevent are not
-  installed).
+  installed). onthedot runs them once more as async jobs (`asyncio.sleep`), the async way.
 - CPU, 2 ms: the same pure-Python loop for everyone (`bench.jobs.burn`). PgQueuer runs it with
   `asyncio.to_thread`, as its error for a blocking entrypoint says to; Procrastinate as a sync
   task (its worker runs those in a thread); Celery in its prefork children.
