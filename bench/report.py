@@ -503,8 +503,9 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "6d. Real work: jobs that burn 2 ms of CPU",
         "defaults",
         "cpu 2 ms",
-        "The same pure-Python loop of 2 ms per job for every system. Own ideal: min(processes, "
-        "cores) \u00f7 2 ms (threads share one GIL per process); machine reference: cores "
+        "The same pure-Python loop for every system, until the job's thread used 2 ms of CPU. "
+        "Own ideal: min(processes, cores) \u00f7 2 ms (threads share one GIL per process; "
+        "onthedot's two default rows keep cores \u00f7 2 ms); machine reference: cores "
         "\u00f7 2 ms.",
         [
             ("ideal", "own ideal jobs/s"),
