@@ -8,8 +8,8 @@ on either database); this does the same for a program that starts its workers it
     python examples/cpu_workers.py 40 3   # ... with 3 worker processes
 
 Each process is a whole worker (its own connections, claimer and executor): the database
-hands every job to exactly one of them. `concurrency=1` because a second thread in the same
-process would only wait for the GIL.
+hands every job to exactly one of them. One thread each (`concurrency=1`): on pure computation
+more threads in one process only share its GIL (docs/jobs.md, CPU-bound jobs, has numbers).
 """
 
 from __future__ import annotations
