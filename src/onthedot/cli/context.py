@@ -97,7 +97,8 @@ def database_label(app: App) -> str:
 
 def app_queues(app: App, option: str | None) -> list[str]:
     """The queues of `--queues` (claimed in that order), or by default every queue the app's
-    jobs and schedules name, and `default`."""
+    jobs and declared schedules name, those of the runtime schedules stored in its database
+    (read now: one created later is served from the next start), and `default`."""
     if option is not None:
         names = [q.strip() for q in option.split(",") if q.strip()]
         if not names:
@@ -105,6 +106,11 @@ def app_queues(app: App, option: str | None) -> list[str]:
         return names
     found = {jf.queue for jf in app.jobs.values()}
     found |= {s.queue for s in app.schedules.declared().values() if s.queue}
+    for row in app.storage.list_schedule_rows():
+        if row.source == "dynamic" and row.removed_at is None:
+            sched = app.schedules.definition_for(row)
+            if sched is not None and sched.queue:
+                found.add(sched.queue)
     return sorted(found | {"default"})
 
 
