@@ -82,7 +82,7 @@ def main() -> None:
     if args.systems:
         keys = {k.strip() for k in args.systems.split(",")}
     workdir = Path(tempfile.mkdtemp(prefix="onthedot-bench-"))
-    redis_port = 6391
+    redis_port = int(os.environ.get("BENCH_REDIS_PORT", "6391"))  # another run may hold 6391
     redis = subprocess.Popen(
         [
             "redis-server",
