@@ -497,4 +497,20 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "per process; the processes of `onthedot worker` are what run them in parallel).",
         [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
     )
+    section(
+        "7a. Many processes: drain",
+        "many",
+        "drain",
+        "N `onthedot worker --processes 1` processes (scheduler on) on a private cluster, "
+        "already up and idle; the no-op jobs enqueued in one transaction; commit to last success.",
+        [("startup_s", "start-up s")],
+    )
+    section(
+        "7b. Many processes: idle statements",
+        "many",
+        "idle",
+        "The same fleet on an empty queue: `pg_stat_statements` calls per process and second "
+        "(10 s window); transactions from `pg_stat_database`.",
+        [("xacts_per_proc", "tx/s/proc")],
+    )
     return out

@@ -45,15 +45,19 @@ IDLE_WINDOW = 15.0
 RUNTIME_SCHEDULES = {f"every-second-{i}": "every 1s" for i in range(3)}
 SCHEDULE_SECONDS = 12.0  # the schedules keep ticking at least this long
 
-# Transactions an idle worker starts per second, by design: the claimer's look for the next ready
-# job once per poll interval (it claims only when that look finds one), the scheduler's idle tick
-# at most once per MAX_SLEEP, the keeper's read of the paused queues every PAUSED_EVERY, its
-# heartbeat every lease/3 and its rescue check every lease/2, and the prune lease once a minute.
-IDLE_DESIGN = 1 / POLL + 1 / MAX_SLEEP + 1 / PAUSED_EVERY + 3 / LEASE + 2 / LEASE + 1 / 60
-# Statements per second and worker: each of those transactions is at most three statements
-# (BEGIN, the statement, COMMIT), with room for one more transaction a second (a tick woken
-# early, a paused-queue read that met a claim); a loop polling every 100 ms breaks it.
-IDLE_BOUND = 3 * (IDLE_DESIGN + 1)
+# Statements an idle worker runs per second, by design (none of them waits for another):
+# - one-statement reads (autocommit): the claimer's look for the next ready job once per poll
+#   interval (it claims only when that look finds one), the scheduler's idle tick at most once
+#   per MAX_SLEEP, the keeper's read of the paused queues every PAUSED_EVERY;
+# - the keeper's heartbeat every lease/3 and its rescue check every lease/2, transactions of at
+#   most 4 statements (BEGIN, two statements, COMMIT);
+# - the prune lease (3 statements), once a minute and 5 s after a start, so once in the window.
+IDLE_DESIGN = (
+    1 / POLL + 1 / MAX_SLEEP + 1 / PAUSED_EVERY + 4 * (3 / LEASE + 2 / LEASE) + 3 / IDLE_WINDOW
+)
+# One statement a second of slack per worker (a tick or a lookup woken early by a change): the
+# bound fails a claim per poll interval besides the lookup, let alone a loop polling every 10 ms.
+IDLE_BOUND = IDLE_DESIGN + 1.0
 
 
 @pytest.fixture(scope="module")
