@@ -503,7 +503,11 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "drain",
         "N `onthedot worker --processes 1` processes (scheduler on) on a private cluster, "
         "already up and idle; the no-op jobs enqueued in one transaction; commit to last success.",
-        [("startup_s", "start-up s")],
+        [
+            ("startup_s", "start-up s"),
+            ("statements_per_job", "statements/job"),
+            ("cpu_us_per_job", "worker CPU µs/job"),
+        ],
     )
     section(
         "7b. Many processes: idle statements",

@@ -11,7 +11,8 @@ connections, which the shared server (100) cannot spare.
   flushed by each backend within seconds, so only roughly);
 - drain: then the no-op jobs of workload 2 (`ctx.sizes.drain`) are enqueued in one bulk call (one
   transaction, one notification) and the window runs from its commit to the moment every job
-  succeeded (read every 50 ms).
+  succeeded (read every 50 ms); the statements the server ran meanwhile and the CPU time of the
+  worker processes (user + system), per job.
 
 The fleet starts before the jobs exist, so the drain does not include 32 interpreters starting
 on the bench machine's cores (the start-up time is reported beside it).
@@ -27,7 +28,17 @@ from typing import Any
 
 import psycopg
 
-from bench.harness import REPO, CellFailed, cell_env, kill_group, log, python, run_cell
+from bench.harness import (
+    CLK_TCK,
+    REPO,
+    CellFailed,
+    _cpu_ticks,
+    cell_env,
+    kill_group,
+    log,
+    python,
+    run_cell,
+)
 from bench.ours import make_app
 from bench.plan import Context
 from bench.systems import OURS
@@ -67,7 +78,13 @@ def run(ctx: Context) -> None:
                     log(f"  failed: {exc}")
                     drain.errors.append(str(exc))
                     continue
-                drain.add(res["rate"], startup_s=res["startup_s"], n=res["n"])
+                drain.add(
+                    res["rate"],
+                    startup_s=res["startup_s"],
+                    statements_per_job=res["statements_per_job"],
+                    cpu_us_per_job=res["cpu_us_per_job"],
+                    n=res["n"],
+                )
                 idle.add(res["idle_per_proc"], xacts_per_proc=res["idle_xacts_per_proc"])
     finally:
         cluster.remove()
@@ -128,6 +145,8 @@ def fleet_cell(cluster: Any, n: int, jobs: int) -> dict[str, Any]:
         time.sleep(IDLE_WINDOW)
         statements, elapsed = _one(admin, calls, db), time.monotonic() - t1
         x1 = _one(admin, xacts, db)
+        admin.execute("SELECT pg_stat_statements_reset()")
+        cpu0 = sum(_cpu_ticks(p.pid) or 0 for p in procs)
         client.jobs["noop"].enqueue_many([[] for _ in range(jobs)])  # one transaction
         t2 = time.monotonic()  # its commit: no job was visible before
         while _one(work, "SELECT count(*) FROM onthedot_jobs WHERE state = 'succeeded'") < jobs:
@@ -135,6 +154,15 @@ def fleet_cell(cluster: Any, n: int, jobs: int) -> dict[str, Any]:
                 raise CellFailed("drain not done after 600 s")
             time.sleep(0.05)
         drain_s = time.monotonic() - t2
+        cpu = (sum(_cpu_ticks(p.pid) or 0 for p in procs) - cpu0) / CLK_TCK
+        drained = _one(admin, calls, db)
+        top = admin.execute(
+            "SELECT s.calls, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 70)"
+            " FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid"
+            " WHERE d.datname = %s ORDER BY s.calls DESC LIMIT 6",
+            (db,),
+        ).fetchall()
+        log(f"  drain statements: {'; '.join(f'{c} {q}' for c, q in top)}")
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -151,6 +179,8 @@ def fleet_cell(cluster: Any, n: int, jobs: int) -> dict[str, Any]:
         "rate": jobs / drain_s,
         "n": jobs,
         "startup_s": round(startup, 1),
+        "statements_per_job": drained / jobs,
+        "cpu_us_per_job": cpu / jobs * 1e6,
         "idle_per_proc": statements / elapsed / n,
         "idle_xacts_per_proc": (x1 - x0) / elapsed / n,
     }
