@@ -515,6 +515,6 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "idle",
         "The same fleet on an empty queue: `pg_stat_statements` calls per process and second "
         "(10 s window); transactions from `pg_stat_database`.",
-        [("xacts_per_proc", "tx/s/proc")],
+        [("xacts_per_proc", "tx/s/proc"), ("cpu_ms_per_s", "CPU ms/s/proc")],
     )
     return out

@@ -8,7 +8,8 @@ connections, which the shared server (100) cannot spare.
 - idle: once every process is registered and listening on an empty queue, the statements the
   server runs for the database in a 10 s window (`pg_stat_statements` calls; BEGIN and COMMIT
   count as statements), per process and second; the transactions too (`pg_stat_database`,
-  flushed by each backend within seconds, so only roughly);
+  flushed by each backend within seconds, so only roughly) and the CPU time of the processes
+  (ms per second and process);
 - drain: then the no-op jobs of workload 2 (`ctx.sizes.drain`) are enqueued in one bulk call (one
   transaction, one notification) and the window runs from its commit to the moment every job
   succeeded (read every 50 ms); the statements the server ran meanwhile and the CPU time of the
@@ -85,7 +86,11 @@ def run(ctx: Context) -> None:
                     cpu_us_per_job=res["cpu_us_per_job"],
                     n=res["n"],
                 )
-                idle.add(res["idle_per_proc"], xacts_per_proc=res["idle_xacts_per_proc"])
+                idle.add(
+                    res["idle_per_proc"],
+                    xacts_per_proc=res["idle_xacts_per_proc"],
+                    cpu_ms_per_s=res["idle_cpu_ms_per_s"],
+                )
     finally:
         cluster.remove()
 
@@ -142,8 +147,10 @@ def fleet_cell(cluster: Any, n: int, jobs: int) -> dict[str, Any]:
         )
         admin.execute("SELECT pg_stat_statements_reset()")
         x0, t1 = _one(admin, xacts, db), time.monotonic()
+        idle_cpu0 = sum(_cpu_ticks(p.pid) or 0 for p in procs)
         time.sleep(IDLE_WINDOW)
         statements, elapsed = _one(admin, calls, db), time.monotonic() - t1
+        idle_cpu = (sum(_cpu_ticks(p.pid) or 0 for p in procs) - idle_cpu0) / CLK_TCK
         x1 = _one(admin, xacts, db)
         admin.execute("SELECT pg_stat_statements_reset()")
         cpu0 = sum(_cpu_ticks(p.pid) or 0 for p in procs)
@@ -183,4 +190,5 @@ def fleet_cell(cluster: Any, n: int, jobs: int) -> dict[str, Any]:
         "cpu_us_per_job": cpu / jobs * 1e6,
         "idle_per_proc": statements / elapsed / n,
         "idle_xacts_per_proc": (x1 - x0) / elapsed / n,
+        "idle_cpu_ms_per_s": idle_cpu / elapsed / n * 1000,
     }
