@@ -517,4 +517,24 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
             ("rss_peak_mib", "peak RSS MiB"),
         ],
     )
+    section(
+        "7a. Many processes: drain",
+        "many",
+        "drain",
+        "N `onthedot worker --processes 1` processes (scheduler on) on a private cluster, "
+        "already up and idle; the no-op jobs enqueued in one transaction; commit to last success.",
+        [
+            ("startup_s", "start-up s"),
+            ("statements_per_job", "statements/job"),
+            ("cpu_us_per_job", "worker CPU µs/job"),
+        ],
+    )
+    section(
+        "7b. Many processes: idle statements",
+        "many",
+        "idle",
+        "The same fleet on an empty queue: `pg_stat_statements` calls per process and second "
+        "(10 s window); transactions from `pg_stat_database`.",
+        [("xacts_per_proc", "tx/s/proc"), ("cpu_ms_per_s", "CPU ms/s/proc")],
+    )
     return out
