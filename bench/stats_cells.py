@@ -1,4 +1,4 @@
-"""The queue statistics cell (workload 7): a database holding N stored jobs, and how long the
+"""The queue statistics cell (workload 8): a database holding N stored jobs, and how long the
 statistics verbs (`queue_stats`, `queued_by_name`) take on it, against the full count of the
 jobs that they replaced (the statements of schema version 3, kept here for the comparison)."""
 

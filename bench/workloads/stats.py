@@ -1,4 +1,4 @@
-"""Workload 7: queue statistics on a large table. A fresh database is filled with N stored jobs
+"""Workload 8: queue statistics on a large table. A fresh database is filled with N stored jobs
 by plain SQL (`bench/stats_cells.py`: mostly finished history, 5 % queued, 1 % running, a
 queued job in 50 not yet due, 5 queues, 10 job names), then `queue_stats()` and
 `queued_by_name()` are timed through the storage (wall ms per call after a warm-up, and CPU
