@@ -18,7 +18,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 VENV = BENCH / ".venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
-WORKLOADS = ["enqueue", "drain", "latency", "scheduler", "crash", "defaults"]
+WORKLOADS = ["enqueue", "drain", "latency", "scheduler", "crash", "defaults", "many", "stats"]
 
 
 def ensure_venv() -> None:
@@ -81,7 +81,18 @@ def main() -> None:
     from bench.harness import Results, drop_database, fresh_database, log, run_cell
     from bench.plan import FULL, QUICK, Context
     from bench.systems import ALL
-    from bench.workloads import bigtable, crash, defaults, drain, enqueue, latency, prune, scheduler
+    from bench.workloads import (
+        bigtable,
+        crash,
+        defaults,
+        drain,
+        enqueue,
+        latency,
+        many,
+        prune,
+        scheduler,
+        stats,
+    )
 
     if args.render:
         rerender([Path(p) for p in args.render.split(",")], Path(args.out))
@@ -97,7 +108,7 @@ def main() -> None:
     if args.systems:
         keys = {k.strip() for k in args.systems.split(",")}
     workdir = Path(tempfile.mkdtemp(prefix="onthedot-bench-"))
-    redis_port = 6391
+    redis_port = int(os.environ.get("BENCH_REDIS_PORT", "6391"))  # another run may hold 6391
     redis = subprocess.Popen(
         [
             "redis-server",
@@ -146,6 +157,8 @@ def main() -> None:
             "defaults": defaults,
             "bigtable": bigtable,
             "prune": prune,
+            "many": many,
+            "stats": stats,
         }
         for name in ctx.workloads:
             modules[name].run(ctx)

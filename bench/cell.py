@@ -12,6 +12,7 @@ import sys
 MODULES = {
     "onthedot": "bench.ours",
     "big": "bench.bigcells",
+    "stats": "bench.stats_cells",
     "floor": "bench.floors",
     "pgqueuer": "bench.peers.pgq_cells",
     "procrastinate": "bench.peers.procrastinate_cells",

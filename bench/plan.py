@@ -26,6 +26,7 @@ class Sizes:
     big_finished: int = 1_000_000
     big_queued: int = 100_000
     big_drain: int = 20_000
+    stats: int = 1_000_000  # stored jobs under the queue statistics
 
 
 QUICK = Sizes(

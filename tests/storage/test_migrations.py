@@ -228,3 +228,30 @@ def test_both_dialects_build_the_same_schema(sqlite_url: str, pg_url: str) -> No
     assert lite["indexes"] == pg["indexes"]
     for table in sorted(lite["tables"]):
         assert lite[table] == pg[table], table
+
+
+def test_queue_counts_are_filled_from_jobs_made_before_them(
+    bare: Storage, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onthedot.storage.postgres import storage as pg_module
+    from onthedot.storage.sqlite import storage as sqlite_module
+    from tests.storage.contract.conftest import at, succeed
+    from tests.storage.contract.test_queue_counts import check
+
+    def up_to_3(backend: str) -> tuple[tuple[int, str, str], ...]:
+        return load_migrations(backend)[:3]
+
+    for module in (pg_module, sqlite_module):
+        monkeypatch.setattr(module, "load_migrations", up_to_3)
+    assert bare.migrate() == [1, 2, 3]  # the schema before the job counts
+    s = bare.at(T0)
+    s.enqueue([new_job("a", queue="q1") for _ in range(5)] + [new_job("b", run_at=at(60))])
+    s.enqueue([new_job("c", queue="q2")])
+    claimed = bare.at(at(1)).claim_jobs("w", "q1", 3, 30)
+    bare.at(at(2)).finish_jobs("w", [succeed(claimed[0].id)])
+    monkeypatch.undo()
+    assert bare.migrate() == list(range(4, _latest(db_url) + 1))
+    check(bare, at(2))
+    check(bare, at(61))
+    bare.at(at(3)).enqueue([new_job("a", queue="q1")])  # and kept from then on
+    check(bare, at(3))

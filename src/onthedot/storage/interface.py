@@ -112,6 +112,7 @@ class RescuedJob:
     name: str
     attempt: int
     requeued: bool  # False: it had no attempts left and is now failed
+    queue: str = ""
 
 
 class EnqueuedSlot(NamedTuple):
@@ -256,7 +257,7 @@ class Storage(Protocol):
         listings) until it is deleted."""
 
     def queued_by_name(self) -> dict[str, int]:
-        """How many jobs are queued, by job name."""
+        """How many jobs are queued, by job name (from the job counts: no scan of the jobs)."""
 
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
@@ -275,12 +276,11 @@ class Storage(Protocol):
         """Delete finished jobs that finished before `older_than`, slot history behind each
         ledger cursor recorded before it, ledger rows removed from code before it, worker
         rows whose heartbeat is older than `workers_older_than`, and audit entries written
-        before `audit_older_than` (None: keep them all). Returns counts per table. Jobs go
-        in batches of a few thousand rows, each its own transaction."""
+        before `audit_older_than` (None: keep them all); counts per table. Batched as below."""
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        """Delete at most `limit` jobs that finished before `older_than`, oldest first, in one
-        short transaction; returns how many were deleted (fewer than `limit`: none is left)."""
+        """Delete at most `limit` jobs finished before `older_than`, oldest first, in one
+        transaction; how many (fewer than `limit`: none left)."""
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""
@@ -299,7 +299,8 @@ class Storage(Protocol):
         """How many jobs match the filter (ignoring before_id and limit)."""
 
     def queue_stats(self) -> list[QueueStats]:
-        """Depth per state for each queue."""
+        """Depth per state for each queue, exact: the depths from the job counts kept with
+        the jobs, ready and the oldest ready age from an index range of the queued jobs."""
 
     def job_action(self, action: str, job_id: int) -> Job | None:
         """Apply an operator's action to one job and return it afterwards (None once deleted):

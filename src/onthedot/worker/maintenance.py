@@ -157,7 +157,7 @@ class Keeper:
     def rescue(self) -> None:
         rescued = self.storage.rescue_jobs()
         for r in rescued:
-            self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
+            self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued, r.queue))
 
     def prune(self) -> bool:
         """One step of a prune pass (at most `prune_step` jobs deleted); True while the pass

@@ -130,17 +130,28 @@ UPDATE onthedot_workers SET heartbeat_at = COALESCE(%(now)s::timestamptz, now())
 WHERE id = %(worker_id)s;
 
 -- name: extend_leases
-UPDATE onthedot_jobs
+-- SKIP LOCKED: the heartbeat never waits for a row lock. A row another transaction holds (the
+-- completer finishing it, mostly) is left to the next heartbeat, a third of a lease later; waiting
+-- for it deadlocked with an outcome batch locking the same rows in another order.
+UPDATE onthedot_jobs j
 SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
-WHERE worker_id = %(worker_id)s AND state = 'running'
-RETURNING id, cancel_requested;
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.worker_id = %(worker_id)s AND q.state = 'running'
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.cancel_requested;
 
 -- name: extend_held_leases
-UPDATE onthedot_jobs
+-- SKIP LOCKED as in extend_leases; `started` lists every job still executing at each heartbeat,
+-- so a skipped row gets `began` from the next one.
+UPDATE onthedot_jobs j
 SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    began = began OR id = ANY(%(started)s::bigint[])
-WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
-RETURNING id, cancel_requested;
+    began = j.began OR j.id = ANY(%(started)s::bigint[])
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.id = ANY(%(ids)s::bigint[]) AND q.worker_id = %(worker_id)s AND q.state = 'running'
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,
@@ -301,19 +312,62 @@ DELETE FROM onthedot_jobs WHERE id = %(id)s AND state <> 'running' RETURNING id;
 SELECT state FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: queue_stats
-SELECT queue,
-       count(*) FILTER (WHERE state = 'queued'),
-       count(*) FILTER (WHERE state = 'running'),
-       count(*) FILTER (WHERE state = 'succeeded'),
-       count(*) FILTER (WHERE state = 'failed'),
-       count(*) FILTER (WHERE state = 'cancelled'),
-       count(*) FILTER (WHERE state = 'queued' AND run_at <= COALESCE(%(now)s::timestamptz, now())),
-       EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now())
-               - min(run_at) FILTER (WHERE state = 'queued'
-                                     AND run_at <= COALESCE(%(now)s::timestamptz, now())))::float8
-FROM onthedot_jobs
-GROUP BY queue
-ORDER BY queue;
+-- The depths come from onthedot_job_counts (exact: written in the jobs' own transactions, see
+-- migration 0004); only `ready` and the oldest ready age read the jobs, through the ready
+-- index by (queue, priority) for each priority the queue's queued jobs have: the oldest one
+-- (one index descent) and those not yet due (an index range, typically short). `excess`:
+-- count rows beyond one per group, which the caller compacts when there are many.
+WITH t AS (SELECT COALESCE(%(now)s::timestamptz, now()) AS now),
+g AS (
+    SELECT queue, state, priority, sum(n) AS n, count(*) - count(DISTINCT name) AS excess
+    FROM onthedot_job_counts
+    GROUP BY queue, state, priority
+),
+p AS MATERIALIZED (
+    SELECT g.queue,
+           (SELECT count(*) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+              AND j.run_at > t.now) AS future,
+           (SELECT min(j.run_at) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+    FROM g CROSS JOIN t
+    WHERE g.state = 'queued' AND g.n > 0
+),
+r AS (
+    SELECT queue, sum(future) AS future, min(oldest) AS oldest FROM p GROUP BY queue
+),
+c AS (
+    SELECT queue,
+           COALESCE(sum(n) FILTER (WHERE state = 'queued'), 0)::bigint AS queued,
+           COALESCE(sum(n) FILTER (WHERE state = 'running'), 0)::bigint AS running,
+           COALESCE(sum(n) FILTER (WHERE state = 'succeeded'), 0)::bigint AS succeeded,
+           COALESCE(sum(n) FILTER (WHERE state = 'failed'), 0)::bigint AS failed,
+           COALESCE(sum(n) FILTER (WHERE state = 'cancelled'), 0)::bigint AS cancelled,
+           sum(excess)::bigint AS excess
+    FROM g
+    GROUP BY queue
+)
+SELECT c.queue, c.queued, c.running, c.succeeded, c.failed, c.cancelled,
+       c.queued - COALESCE(r.future, 0)::bigint,
+       CASE WHEN r.oldest <= t.now THEN EXTRACT(EPOCH FROM t.now - r.oldest)::float8 END,
+       c.excess
+FROM c CROSS JOIN t LEFT JOIN r ON r.queue = c.queue
+ORDER BY c.queue;
+
+-- name: compact_counts
+-- Fold the count rows into one per group. Safe beside writers: the DELETE removes only the
+-- rows its snapshot sees (committed before it began), and puts back their sum in the same
+-- transaction; rows committed meanwhile stay as they are. One compaction at a time (a
+-- transaction lock keyed by this table, so every schema has its own): another returns at once.
+WITH d AS (
+    DELETE FROM onthedot_job_counts
+    WHERE (SELECT pg_try_advisory_xact_lock('onthedot_job_counts'::regclass::oid::bigint))
+    RETURNING queue, name, state, priority, n
+)
+INSERT INTO onthedot_job_counts (queue, name, state, priority, n)
+SELECT queue, name, state, priority, sum(n) FROM d
+GROUP BY queue, name, state, priority
+HAVING sum(n) <> 0;
 
 -- name: set_queue_paused
 INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
@@ -325,7 +379,10 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, paused_at = EXCLUDED.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
-SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
+-- From onthedot_job_counts; the third column: count rows beyond one per group (see queue_stats).
+SELECT name, sum(n)::bigint, count(*) - count(DISTINCT (queue, priority))
+FROM onthedot_job_counts WHERE state = 'queued'
+GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),

@@ -16,6 +16,8 @@ from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 
+COMPACT_AT = 2000  # count rows beyond one per group that make a statistics read compact them
+
 
 class SqlBase(ABC):
     d: Dialect
@@ -75,6 +77,18 @@ class SqlBase(ABC):
         view = copy.copy(self)
         view.clock = SystemClock() if now is None else ManualClock(now)
         return view
+
+    # -- the job counts -------------------------------------------------------------------
+    def _compact_counts(self) -> int:
+        """Fold the job count rows into one per (queue, name, state) group; the groups kept."""
+        with self._write() as conn:
+            return int(self._run(conn, "compact_counts", {}).rowcount)
+
+    def _compact_beyond(self, excess: int) -> None:
+        """Compact the counts when a read summed more than COMPACT_AT rows beyond one per
+        group, so reads stay fast where no maintenance pass runs."""
+        if excess > COMPACT_AT:
+            self._compact_counts()
 
     # -- helpers ----------------------------------------------------------------------------
     def _fixed(self, now: datetime | None = None) -> datetime | None:

@@ -73,22 +73,25 @@ class ReadVerbs(SqlBase):
 
     def queue_stats(self) -> list[QueueStats]:
         with self._read() as conn:
-            rows = self._run(conn, "queue_stats", {"now": self.d.now(self._fixed())})
+            params = {"now": self.d.now(self._fixed())}
+            rows = self._run(conn, "queue_stats", params, prepare=True)
             rows = rows.fetchall()
-            paused = {r[0] for r in self._run(conn, "paused_queues", {}).fetchall()}
+            paused = {r[0] for r in self._run(conn, "paused_queues", {}, prepare=True)}
+        self._compact_beyond(sum(int(r[8]) for r in rows))
         stats = [
             QueueStats(
                 r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6],
+                int(r[1]),
+                int(r[2]),
+                int(r[3]),
+                int(r[4]),
+                int(r[5]),
+                int(r[6]),
                 None if r[7] is None else float(r[7]),
                 paused=r[0] in paused,
             )
             for r in rows
+            if any(r[1:6])  # a queue whose jobs are all gone is not listed
         ]
         known = {s.queue for s in stats}
         stats += [QueueStats(q, 0, 0, 0, 0, 0, 0, None, paused=True) for q in paused - known]
@@ -178,8 +181,9 @@ class ReadVerbs(SqlBase):
 
     def queued_by_name(self) -> dict[str, int]:
         with self._read() as conn:
-            rows = self._run(conn, "queued_by_name", {}).fetchall()
-        return {r[0]: int(r[1]) for r in rows}
+            rows = self._run(conn, "queued_by_name", {}, prepare=True).fetchall()
+        self._compact_beyond(sum(int(r[2]) for r in rows))
+        return {r[0]: int(r[1]) for r in rows if r[1]}
 
     def job_counts(
         self, *, since: datetime, bucket_seconds: int = 3600

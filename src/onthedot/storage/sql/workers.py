@@ -70,7 +70,7 @@ class WorkerVerbs(SqlBase):
             self._notify(conn, sorted({r[4] for r in rows if r[3]}))
         by_id = {r[0]: r for r in rows}
         return [
-            RescuedJob(r[0], r[1], r[2], bool(r[3]))
+            RescuedJob(r[0], r[1], r[2], bool(r[3]), r[4])
             for r in (by_id[e[0]] for e in expired if e[0] in by_id)
         ]
 
@@ -98,6 +98,7 @@ class WorkerVerbs(SqlBase):
             if audit_older_than is not None:
                 audit_before = {"before": self.d.instant(audit_older_than)}
                 counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
+        self._compact_counts()
         return counts
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:

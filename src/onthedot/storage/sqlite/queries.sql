@@ -245,14 +245,41 @@ DELETE FROM onthedot_jobs WHERE id = :id AND state <> 'running' RETURNING id;
 SELECT state FROM onthedot_jobs WHERE id = :id;
 
 -- name: queue_stats
-SELECT queue,
-       sum(state = 'queued'), sum(state = 'running'), sum(state = 'succeeded'),
-       sum(state = 'failed'), sum(state = 'cancelled'),
-       sum(state = 'queued' AND run_at <= :now),
-       :now - min(CASE WHEN state = 'queued' AND run_at <= :now THEN run_at END)
-FROM onthedot_jobs
-GROUP BY queue
-ORDER BY queue;
+-- The depths come from onthedot_job_counts (exact: kept by triggers, see migration 0004); only
+-- `ready` and the oldest ready age read the jobs, through the ready index by (queue, priority)
+-- for each priority the queue's queued jobs have: the oldest one (one index descent) and those
+-- not yet due (an index range, typically short). The last column (count rows to compact) is
+-- 0: one row per group here.
+WITH p AS MATERIALIZED (
+    SELECT g.queue,
+           (SELECT count(*) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+              AND j.run_at > :now) AS future,
+           (SELECT min(j.run_at) FROM onthedot_jobs j
+            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+    FROM (SELECT queue, priority FROM onthedot_job_counts WHERE state = 'queued'
+          GROUP BY queue, priority HAVING sum(n) > 0) AS g
+),
+r AS (SELECT queue, sum(future) AS future, min(oldest) AS oldest FROM p GROUP BY queue),
+c AS (
+    SELECT queue,
+           sum(CASE WHEN state = 'queued' THEN n ELSE 0 END) AS queued,
+           sum(CASE WHEN state = 'running' THEN n ELSE 0 END) AS running,
+           sum(CASE WHEN state = 'succeeded' THEN n ELSE 0 END) AS succeeded,
+           sum(CASE WHEN state = 'failed' THEN n ELSE 0 END) AS failed,
+           sum(CASE WHEN state = 'cancelled' THEN n ELSE 0 END) AS cancelled
+    FROM onthedot_job_counts
+    GROUP BY queue
+)
+SELECT c.queue, c.queued, c.running, c.succeeded, c.failed, c.cancelled,
+       c.queued - COALESCE(r.future, 0),
+       CASE WHEN r.oldest <= :now THEN :now - r.oldest END, 0
+FROM c LEFT JOIN r ON r.queue = c.queue
+ORDER BY c.queue;
+
+-- name: compact_counts
+-- One row per group is kept in place; compaction only drops the groups that reached zero.
+DELETE FROM onthedot_job_counts WHERE n = 0;
 
 -- name: set_queue_paused
 INSERT INTO onthedot_queues (name, paused, paused_at, paused_by)
@@ -264,7 +291,10 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, paused_at = excluded.
 SELECT name FROM onthedot_queues WHERE paused;
 
 -- name: queued_by_name
-SELECT name, count(*) FROM onthedot_jobs WHERE state = 'queued' GROUP BY name ORDER BY name;
+-- From onthedot_job_counts; the third column: count rows to compact (none here, see
+-- queue_stats).
+SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
+GROUP BY name ORDER BY name;
 
 -- name: job_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)

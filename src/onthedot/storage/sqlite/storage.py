@@ -315,6 +315,17 @@ class SqliteStorage(SqlStorage):
 
 
 def _split_statements(sql: str) -> list[str]:
-    """Split a migration into statements (migrations contain no triggers or string semicolons)."""
+    """Split a migration into statements; a trigger's body (BEGIN ... END) stays whole, as
+    sqlite3.complete_statement tells (migrations contain no string semicolons)."""
     lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements: list[str] = []
+    pending = ""
+    for part in "\n".join(lines).split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip().rstrip(";"))
+            pending = ""
+    if pending.strip(" \n;"):
+        statements.append(pending.strip().rstrip(";"))
+    return statements
