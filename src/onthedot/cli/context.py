@@ -17,7 +17,7 @@ from typing import ParamSpec, TypeVar
 import click
 
 from onthedot.app import App
-from onthedot.domain.errors import OnthedotError
+from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
 from onthedot.domain.payload import JsonValue
 
 P = ParamSpec("P")
@@ -106,7 +106,11 @@ def app_queues(app: App, option: str | None) -> list[str]:
         return names
     found = {jf.queue for jf in app.jobs.values()}
     found |= {s.queue for s in app.schedules.declared().values() if s.queue}
-    for row in app.storage.list_schedule_rows():
+    try:
+        rows = app.storage.list_schedule_rows()
+    except (DatabaseUnavailable, SchemaOutOfDate):
+        rows = []  # the worker waits for the database (or refuses the schema) as it starts
+    for row in rows:
         if row.source == "dynamic" and row.removed_at is None:
             sched = app.schedules.definition_for(row)
             if sched is not None and sched.queue:
