@@ -18,7 +18,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 VENV = BENCH / ".venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
-WORKLOADS = ["enqueue", "drain", "latency", "scheduler", "crash", "defaults"]
+WORKLOADS = ["enqueue", "drain", "latency", "scheduler", "crash", "defaults", "many"]
 
 
 def ensure_venv() -> None:
@@ -70,7 +70,7 @@ def main() -> None:
     from bench.harness import Results, drop_database, fresh_database, log, run_cell
     from bench.plan import FULL, QUICK, Context
     from bench.systems import ALL
-    from bench.workloads import crash, defaults, drain, enqueue, latency, scheduler
+    from bench.workloads import crash, defaults, drain, enqueue, latency, many, scheduler
 
     if args.render:
         rerender([Path(p) for p in args.render.split(",")], Path(args.out))
@@ -82,7 +82,7 @@ def main() -> None:
     if args.systems:
         keys = {k.strip() for k in args.systems.split(",")}
     workdir = Path(tempfile.mkdtemp(prefix="onthedot-bench-"))
-    redis_port = 6391
+    redis_port = int(os.environ.get("BENCH_REDIS_PORT", "6391"))  # another run may hold 6391
     redis = subprocess.Popen(
         [
             "redis-server",
@@ -128,6 +128,7 @@ def main() -> None:
             "scheduler": scheduler,
             "crash": crash,
             "defaults": defaults,
+            "many": many,
         }
         for name in [w.strip() for w in args.only.split(",") if w.strip()]:
             modules[name].run(ctx)

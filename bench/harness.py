@@ -326,6 +326,20 @@ def first_marks(path: Path) -> list[float]:
     return [float(p.read_text()) for p in path.glob("first-*") if p.read_text().strip()]
 
 
+def last_marks(path: Path) -> list[float]:
+    """Monotonic times at which each worker process finished its last real-work job."""
+    return [float(p.read_text()) for p in path.glob("last-*") if p.read_text().strip()]
+
+
+def job_window(path: Path, n: int) -> dict[str, float]:
+    """`n` jobs over the window from the first job's start to the last one's finish (for the
+    real-work jobs, which mark both): what the workers did, without their start and exit."""
+    first, last = first_marks(path), last_marks(path)
+    if not first or not last or max(last) <= min(first):
+        return {}
+    return {"job_window_rate": n / (max(last) - min(first))}
+
+
 # -- results ---------------------------------------------------------------------------------
 @dataclass
 class Cell:

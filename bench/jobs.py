@@ -29,6 +29,34 @@ def mark_first() -> None:
             f.write(repr(time.monotonic()))
 
 
+_last = 0.0
+_last_fd: int | None = None
+
+
+def mark_last() -> None:
+    """At the end of a real-work job: the monotonic time it finished, overwritten in a file of
+    the process (the latest wins), which closes the job window (first start -> last finish)."""
+    global _last, _last_fd
+    run = os.environ.get("BENCH_RUN_DIR")
+    t = time.monotonic()
+    if not run or t <= _last:
+        return
+    _last = t
+    if _last_fd is None:
+        _last_fd = os.open(os.path.join(run, f"last-{os.getpid()}"), os.O_WRONLY | os.O_CREAT)
+    os.pwrite(_last_fd, f"{t:24.6f}".encode(), 0)
+
+
+def burn(ms: float) -> None:
+    """The CPU-bound job of every system: a pure-Python loop until this thread has used `ms`
+    milliseconds of CPU. Counted in the thread's own CPU time, not the wall clock: a job
+    preempted by another process, or waiting for the GIL behind another thread, still does its
+    whole `ms` of work (a wall-clock loop would finish early and flatter threads)."""
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
+
+
 def signal_started(sample: int) -> None:
     global _sock
     if _sock is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
 import os
 import sys
@@ -12,8 +13,10 @@ from typing import Any
 import onthedot
 from bench.jobs import (
     LatencyProbe,
+    burn,
     latency_result,
     mark_first,
+    mark_last,
     percentile,
     samples,
     signal_started,
@@ -39,14 +42,21 @@ def make_app(url: str, **kw: Any) -> onthedot.App:
         """Real work, waiting on I/O: `ms` milliseconds asleep (the GIL released)."""
         mark_first()
         time.sleep(ms / 1000)
+        mark_last()
+
+    @app.job(name="aio")
+    async def aio(ms: float) -> None:
+        """The I/O job written as an async job: `ms` milliseconds of `asyncio.sleep`."""
+        mark_first()
+        await asyncio.sleep(ms / 1000)
+        mark_last()
 
     @app.job(name="cpu")
     def cpu(ms: float) -> None:
-        """Real work, burning CPU: `ms` milliseconds of pure-Python loop (holding the GIL)."""
+        """Real work, burning CPU: `ms` milliseconds of CPU in a pure-Python loop (the GIL held)."""
         mark_first()
-        end = time.perf_counter() + ms / 1000
-        while time.perf_counter() < end:
-            pass
+        burn(ms)
+        mark_last()
 
     return app
 

@@ -486,15 +486,55 @@ def _workloads(res: Results, m: dict[str, Any]) -> list[str]:
         "6c. Real work: jobs that wait 5 ms on I/O",
         "defaults",
         "io 5 ms",
-        "`time.sleep(0.005)` per job. Ideal: processes \u00d7 concurrency \u00f7 5 ms.",
-        [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
+        "5 ms of waiting per job (`time.sleep` in sync workers, `asyncio.sleep` in async ones; "
+        "see the configuration). Own ideal: processes \u00d7 concurrency \u00f7 5 ms (none for "
+        "no cap on jobs in flight); machine reference: cores \u00d7 4 \u00f7 5 ms, the ideal "
+        "of `onthedot worker`'s defaults.",
+        [
+            ("ideal", "own ideal jobs/s"),
+            ("of_ideal", "\u00f7 own ideal"),
+            ("of_machine", "\u00f7 machine ref"),
+            ("job_window_rate", "jobs/s, first start \u2192 last finish"),
+            ("cores_busy", "cores busy"),
+            ("rss_peak_mib", "peak RSS MiB"),
+        ],
     )
     section(
         "6d. Real work: jobs that burn 2 ms of CPU",
         "defaults",
         "cpu 2 ms",
-        "A pure-Python loop of 2 ms per job. Ideal: cores \u00f7 2 ms (threads share one GIL "
-        "per process; the processes of `onthedot worker` are what run them in parallel).",
-        [("ideal", "ideal jobs/s"), ("of_ideal", "\u00f7 ideal"), ("rss_peak_mib", "peak RSS MiB")],
+        "The same pure-Python loop for every system, until the job's thread used 2 ms of CPU. "
+        "Own ideal: min(processes, cores) \u00f7 2 ms (threads share one GIL per process; "
+        "onthedot's two default rows keep cores \u00f7 2 ms); machine reference: cores "
+        "\u00f7 2 ms.",
+        [
+            ("ideal", "own ideal jobs/s"),
+            ("of_ideal", "\u00f7 own ideal"),
+            ("of_machine", "\u00f7 machine ref"),
+            ("job_window_rate", "jobs/s, first start \u2192 last finish"),
+            ("cores_busy", "cores busy"),
+            ("cpu_ms_job", "command CPU ms/job"),
+            ("rss_peak_mib", "peak RSS MiB"),
+        ],
+    )
+    section(
+        "7a. Many processes: drain",
+        "many",
+        "drain",
+        "N `onthedot worker --processes 1` processes (scheduler on) on a private cluster, "
+        "already up and idle; the no-op jobs enqueued in one transaction; commit to last success.",
+        [
+            ("startup_s", "start-up s"),
+            ("statements_per_job", "statements/job"),
+            ("cpu_us_per_job", "worker CPU µs/job"),
+        ],
+    )
+    section(
+        "7b. Many processes: idle statements",
+        "many",
+        "idle",
+        "The same fleet on an empty queue: `pg_stat_statements` calls per process and second "
+        "(10 s window); transactions from `pg_stat_database`.",
+        [("xacts_per_proc", "tx/s/proc"), ("cpu_ms_per_s", "CPU ms/s/proc")],
     )
     return out

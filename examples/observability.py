@@ -24,7 +24,7 @@ trace.set_tracer_provider(provider)
 tracing.instrument(app)  # producers and workers of this app both trace
 
 
-@app.job(queue="default")
+@app.job(name="greet", queue="default")  # a fixed name: the same run as a script or with --app
 def greet(name: str) -> str:
     logging.getLogger("example").info("greeting %s", name)  # a JSON line with the job's fields
     return f"hello {name}"

@@ -6,6 +6,7 @@ prove both backends.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,30 @@ PG_ADMIN_URL = os.environ.get(
 )
 PG_TEST_DB = "onthedot_tests"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# The optional integrations' test modules skip without their framework; CI installs every
+# extra (`pip install -e ".[dev]"`), so there a missing one is a broken install, not a skip.
+CI_REQUIRED_MODULES = (
+    "django",
+    "django_tasks",
+    "fastapi",
+    "celery",
+    "yaml",
+    "prometheus_client",
+    "opentelemetry.sdk",
+    "playwright",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not IN_CI:
+        return
+    missing = [m for m in CI_REQUIRED_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise pytest.UsageError(
+            f"CI=true needs {', '.join(missing)} (install the dev extra: pip install -e '.[dev]')"
+        )
+
 
 _pg_error: str | None = None
 _pg_base: str | None = None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 
 from celery import Celery
 
-from bench.jobs import mark_first, signal_started
+from bench.jobs import burn, mark_first, mark_last, signal_started
 
 app = Celery("bench", broker=os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6391/0"))
 app.conf.update(
@@ -27,3 +28,18 @@ def noop() -> None:
 @app.task(name="lat")
 def lat(sample: int) -> None:
     signal_started(sample)
+
+
+@app.task(name="io")
+def io(ms: float) -> None:
+    """Real work waiting on I/O: a blocking sleep, as a sync Celery task does it."""
+    mark_first()
+    time.sleep(ms / 1000)
+    mark_last()
+
+
+@app.task(name="cpu")
+def cpu(ms: float) -> None:
+    mark_first()
+    burn(ms)
+    mark_last()

@@ -51,11 +51,13 @@ def enqueue_single(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def preload(p: dict[str, Any]) -> dict[str, Any]:
-    from bench.peers.celery_app import app, noop
+    from bench.peers import celery_app
 
-    with app.producer_or_acquire() as producer:
+    task = getattr(celery_app, p.get("job", "noop"))
+    args = p.get("args", [])
+    with celery_app.app.producer_or_acquire() as producer:
         for _ in range(p["n"]):
-            noop.apply_async(producer=producer)
+            task.apply_async(args, producer=producer)
     return {}
 
 

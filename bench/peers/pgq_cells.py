@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -21,8 +22,10 @@ from pgqueuer.types import QueueExecutionMode
 from bench.jobs import (
     LatencyProbe,
     asamples,
+    burn,
     latency_result,
     mark_first,
+    mark_last,
     signal_started,
     spawn_worker,
     stop_worker,
@@ -67,8 +70,10 @@ def enqueue_single(p: dict[str, Any]) -> dict[str, Any]:
     return {"rate": p["n"] / elapsed, "cpu_us": cpu / p["n"] * 1e6}
 
 
-async def _bulk(q: Queries, n: int, batch: int) -> None:
-    names, payloads, prios = ["noop"] * batch, [None] * batch, [0] * batch
+async def _bulk(
+    q: Queries, n: int, batch: int, job: str = "noop", payload: bytes | None = None
+) -> None:
+    names, payloads, prios = [job] * batch, [payload] * batch, [0] * batch
     for _ in range(n // batch):
         await q.enqueue(names, payloads, prios)
 
@@ -89,9 +94,12 @@ def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def preload(p: dict[str, Any]) -> dict[str, Any]:
+    job, args = p.get("job", "noop"), p.get("args", [])
+    payload = json.dumps(args).encode() if args else None
+
     async def main() -> None:
         conn, q = await _queries(p["url"])
-        await _bulk(q, p["n"], min(p["n"], 10_000))
+        await _bulk(q, p["n"], min(p["n"], 10_000), job, payload)
         await conn.close()
 
     _run(main())
@@ -108,6 +116,22 @@ def _manager(conn: asyncpg.Connection) -> QueueManager:
     @qm.entrypoint("lat")
     async def lat(job: Any) -> None:
         signal_started(int(job.payload))
+
+    @qm.entrypoint("io")
+    async def io(job: Any) -> None:
+        """Real work waiting on I/O, the async way its entrypoints are written."""
+        mark_first()
+        (ms,) = json.loads(job.payload)
+        await asyncio.sleep(ms / 1000)
+        mark_last()
+
+    @qm.entrypoint("cpu")
+    async def cpu(job: Any) -> None:
+        """Blocking work off the event loop, as its docs say: asyncio.to_thread."""
+        mark_first()
+        (ms,) = json.loads(job.payload)
+        await asyncio.to_thread(burn, ms)
+        mark_last()
 
     return qm
 

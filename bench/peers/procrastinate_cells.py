@@ -12,8 +12,10 @@ import procrastinate
 from bench.jobs import (
     LatencyProbe,
     asamples,
+    burn,
     latency_result,
     mark_first,
+    mark_last,
     signal_started,
     spawn_worker,
     stop_worker,
@@ -30,6 +32,20 @@ def make_app(url: str) -> procrastinate.App:
     @app.task(name="lat")
     async def lat(sample: int) -> None:
         signal_started(sample)
+
+    @app.task(name="io")
+    async def io(ms: float) -> None:
+        """Real work waiting on I/O, as an async task."""
+        mark_first()
+        await asyncio.sleep(ms / 1000)
+        mark_last()
+
+    @app.task(name="cpu")
+    def cpu(ms: float) -> None:
+        """CPU-bound work as a sync task (the worker runs it in a thread)."""
+        mark_first()
+        burn(ms)
+        mark_last()
 
     return app
 
@@ -62,11 +78,13 @@ def enqueue_single(p: dict[str, Any]) -> dict[str, Any]:
     return {"rate": p["n"] / elapsed, "cpu_us": cpu / p["n"] * 1e6}
 
 
-async def _bulk(app: procrastinate.App, n: int, batch: int) -> None:
-    noop = app.tasks["noop"]
-    kwargs: list[dict[str, Any]] = [{} for _ in range(batch)]
+async def _bulk(
+    app: procrastinate.App, n: int, batch: int, job: str = "noop", kw: dict[str, Any] | None = None
+) -> None:
+    task = app.tasks[job]
+    kwargs: list[dict[str, Any]] = [dict(kw or {}) for _ in range(batch)]
     for _ in range(n // batch):
-        await noop.batch_defer_async(*kwargs)
+        await task.batch_defer_async(*kwargs)
 
 
 def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +100,9 @@ def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def preload(p: dict[str, Any]) -> dict[str, Any]:
-    _run(p, lambda app: _bulk(app, p["n"], min(p["n"], 10_000)))
+    job, args = p.get("job", "noop"), p.get("args", [])
+    kw = {"ms": args[0]} if args else None
+    _run(p, lambda app: _bulk(app, p["n"], min(p["n"], 10_000), job, kw))
     return {}
 
 

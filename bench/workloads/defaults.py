@@ -14,6 +14,7 @@ The window is the same as workload 2's: from the first job run to the command's 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import threading
@@ -28,6 +29,7 @@ from bench.harness import (
     _process_tree,
     cell_env,
     first_marks,
+    job_window,
     kill_group,
     log,
     python,
@@ -37,6 +39,7 @@ from bench.harness import (
 )
 from bench.plan import Context
 from bench.systems import OURS, OURS_SQLITE, System, remaining
+from bench.workloads import realwork
 
 CONCURRENCY = 4  # onthedot worker's default
 IO_MS, IO_N = 5.0, 10_000
@@ -71,6 +74,7 @@ def run(ctx: Context) -> None:
                     if ideal:
                         res["ideal"] = ideal
                         res["of_ideal"] = res["rate"] / ideal
+                        res.update(realwork.machine_ratio(metric, res["rate"]))
                     cell.add(res.pop("rate"), **res)
                 except CellFailed as exc:
                     log(f"  failed: {exc}")
@@ -89,6 +93,7 @@ def run(ctx: Context) -> None:
                     cell.add(res.pop("rate"), **res)
                 except CellFailed as exc:
                     cell.errors.append(str(exc))
+        realwork.run_round(ctx, r, scale)  # the peers and the process counts, same round
 
 
 def _command(extra: list[str]) -> list[str]:
@@ -132,6 +137,7 @@ def drain_cli(
         wait_no_backends(system.db)
     rd = run_dir()
     peak = [0.0]
+    cpu0 = _children_cpu()
     proc = _spawn(url, ["--burst", *(extra or [])], {"BENCH_RUN_DIR": str(rd)})
     done = threading.Event()
 
@@ -158,7 +164,16 @@ def drain_cli(
     left = remaining(system, url, None)
     if left:
         raise CellFailed(f"{left} jobs left after the drain")
-    return {"rate": n / (end - min(marks)), "rss_peak_mib": peak[0], "n": n}
+    cpu_ms = (_children_cpu() - cpu0) * 1000 / n  # the command's tree, from its start to exit
+    out = {"rate": n / (end - min(marks)), "rss_peak_mib": peak[0], "n": n, "cpu_ms_job": cpu_ms}
+    return {**out, **job_window(rd, n)}
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the waited-for children (the command, and the children
+    its supervisor waited for)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def idle_rss(ctx: Context, system: System) -> float:

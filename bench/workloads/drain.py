@@ -20,6 +20,7 @@ from bench.harness import (
     cell_env,
     db_stats,
     first_marks,
+    job_window,
     kill_group,
     log,
     result_of,
@@ -48,10 +49,13 @@ def run(ctx: Context) -> None:
                 cell.errors.append(str(exc))
 
 
-def drain_once(ctx: Context, cfg: DrainConfig, n: int) -> dict[str, Any]:
+def drain_once(
+    ctx: Context, cfg: DrainConfig, n: int, job: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Drain `n` pre-loaded jobs (no-op ones, or `job`: {"job": name, "args": [...]})."""
     system = cfg.system
     url = ctx.fresh_url(system)
-    run_cell(system.cell, "preload", {"url": url, "n": n}, timeout=600)
+    run_cell(system.cell, "preload", {"url": url, "n": n, **(job or {})}, timeout=600)
     if system.db:
         wait_no_backends(system.db)
     before = db_stats(system.db) if system.db else None
@@ -93,6 +97,7 @@ def drain_once(ctx: Context, cfg: DrainConfig, n: int) -> dict[str, Any]:
         "db_cpu_us": (p1 - p0) / n * 1e6,
         "cores_busy": (w1 - w0 + p1 - p0) / elapsed,
         "n": n,
+        **job_window(rd, n),
     }
     if system.db and before is not None:
         wait_no_backends(system.db)

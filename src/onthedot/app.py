@@ -21,7 +21,7 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import Unserved, unserved
+from onthedot.domain.serving import Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -284,11 +284,18 @@ class App:
     def queue_stats(self) -> list[QueueStats]:
         return self.storage.queue_stats()
 
-    def unserved_jobs(self) -> list[Unserved]:
-        """Queued jobs of names that no live worker (heartbeat younger than the lease) knows."""
+    def unserved_jobs(self) -> list[Unserved | UnservedQueue]:
+        """Queued jobs of names that no live worker (heartbeat younger than the lease) knows,
+        and ready jobs in queues that no live worker serves."""
         workers = self.storage.list_workers()
-        live = [w.jobs for w in workers if w.heartbeat_age <= self.lease and not w.stopping]
-        return unserved(self.storage.queued_by_name(), live)
+        live = [w for w in workers if w.heartbeat_age <= self.lease and not w.stopping]
+        stats = self.storage.queue_stats()
+        by_queue = unserved_queues(
+            {s.queue: s.ready for s in stats},
+            {s.queue for s in stats if s.paused},
+            [w.queues for w in live],
+        )
+        return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

@@ -36,6 +36,16 @@ class DatabaseConfig:
     direct_url: str | None = None
 
     @property
+    def file(self) -> str | None:
+        """The database file (SQLite), None for a server or an in-memory database."""
+        return self.path if self.path and self.path != ":memory:" else None
+
+    @property
+    def single_writer(self) -> bool:
+        """One writer at a time (SQLite's lock): more worker processes would only wait on it."""
+        return self.backend == "sqlite"
+
+    @property
     def display(self) -> str:
         """The URL with any password hidden, for messages and logs."""
         return mask_url(self.url)

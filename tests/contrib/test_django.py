@@ -105,6 +105,37 @@ def test_tasks_run_on_onthedot_workers(project: Project) -> None:
     assert results["later"]["status"] == "READY"  # run_after an hour from now: still waiting
 
 
+DROP_ONTHEDOT = """
+from django.db import connection
+names = [t for t in connection.introspection.table_names() if t.startswith("onthedot_")]
+pg = connection.vendor == "postgresql"
+with connection.cursor() as cur:
+    for t in names:
+        cur.execute(f"DROP TABLE {t}" + (" CASCADE" if pg else ""))
+    if pg:
+        cur.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n"
+            " ON n.oid = p.pronamespace WHERE n.nspname = current_schema()"
+            " AND left(p.proname, 9) = 'onthedot_'"
+        )
+        for (f,) in cur.fetchall():
+            cur.execute(f"DROP FUNCTION {f} CASCADE")
+print(len(names))
+"""
+
+
+def test_every_migrate_brings_onthedots_schema_up_to_date(project: Project) -> None:
+    """Django records onthedot's 0001 once; a later onthedot schema (here: all of it, dropped
+    behind Django's back) is still applied by the next `manage.py migrate`."""
+    project.manage("migrate", "--noinput")
+    assert int(project.manage("shell", "-c", DROP_ONTHEDOT).stdout.split()[-1]) >= 5
+    out = project.manage("migrate", "--noinput").stdout
+    assert "No migrations to apply" in out  # Django itself has nothing left to do ...
+    assert "nothing to do" in project.manage("onthedot", "migrate").stdout  # ... onthedot did
+    job_id = project.manage("onthedot", "enqueue", "djproject.jobs.ping").stdout.strip()
+    assert "queued" in project.manage("onthedot", "jobs", "show", job_id).stdout
+
+
 def test_manage_py_runs_every_cli_command(project: Project) -> None:
     project.manage("migrate", "--noinput")
     assert project.manage("onthedot", "check").returncode == 0

@@ -3,6 +3,7 @@ served by the web admin and by a real worker process over HTTP."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -148,3 +149,18 @@ def test_liveness_follows_the_keeper_through_a_database_outage() -> None:
     assert watch.problem() is None
     events.emit(DatabaseError(where="claim", error="x", retry_in=0.1))  # not the keeper
     watch.close()
+
+
+def test_rescued_jobs_are_counted_by_job_and_queue(app: App) -> None:
+    register(app)
+    m = metrics.instrument(app)
+    app.jobs["echo"].enqueue_with([1], queue="mail")
+    assert len(app.storage.claim_jobs("a-worker-that-died", "mail", 1, lease=0.05)) == 1
+    time.sleep(0.2)  # the dead worker's lease runs out on the database's clock
+    drain(app, queues=["mail"])  # its keeper rescues the job, then it runs it
+    value = m.registry.get_sample_value
+    rescued = {"job": "echo", "queue": "mail", "outcome": "requeued"}
+    assert value("onthedot_jobs_rescued_total", rescued) == 1
+    done = {"job": "echo", "queue": "mail", "state": "succeeded"}
+    assert value("onthedot_jobs_finished_total", done) == 1
+    promtool_check(metrics.render(app).decode())

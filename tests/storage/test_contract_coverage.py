@@ -14,7 +14,8 @@ CONTRACT = Path(__file__).parent / "contract"
 def _verbs() -> list[str]:
     tree = ast.parse(Path(interface.__file__).read_text("utf-8"))
     (storage,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Storage")
-    return [f.name for f in storage.body if isinstance(f, ast.FunctionDef)]
+    verbs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    return [f.name for f in storage.body if isinstance(f, verbs)]
 
 
 def test_every_storage_verb_has_a_direct_contract_test() -> None:

@@ -96,16 +96,20 @@ def check_schedule(
     *,
     alive: list[tuple[float, float]] | None = None,
     names: tuple[str, str] = ("due_while_a_worker_was_alive", "due_while_none_was"),
+    since: tuple[float, float] | None = None,
 ) -> None:
     """Every slot of `spec` in (first sight, end] enqueued exactly once, never early.
     `alive`: spans when at least one worker was up (from the chaos log), to report how many
     slots were due while one was and how late each class was enqueued (`names` name the two
-    classes and their lags)."""
+    classes and their lags). `since`: for a runtime schedule, bounds (earliest, latest) of the
+    cursor it was created with (its first slot is the first after it; the ledger row is written
+    a moment later): no slot at or before the earliest, every slot after the latest. Default:
+    both the ledger row's creation."""
     ledger = db.rows(f"SELECT {db.ep('created_at')} FROM onthedot_schedules WHERE key = %s", key)
     if not ledger:
         report.fail(f"{key}: no ledger row")
         return
-    first_sight = float(ledger[0][0])
+    earliest, first_sight = (float(ledger[0][0]),) * 2 if since is None else since
     jobs = db.rows(
         f"SELECT id, {db.ep('slot')}, {db.ep('created_at')} FROM onthedot_jobs"
         " WHERE schedule_key = %s",
@@ -132,7 +136,7 @@ def check_schedule(
     )}  # fmt: skip
     for slot in sorted(got - grid):
         report.fail(f"{key}: slot {_iso(slot)} is not a slot of {spec!r}")
-    for slot in sorted(s for s in got if s <= first_sight):
+    for slot in sorted(s for s in got if s <= earliest):
         report.fail(f"{key}: slot {_iso(slot)} is not after the schedule's first sight")
     lags_alive: list[float] = []
     lags_dead: list[float] = []

@@ -89,8 +89,11 @@ class ChaosLog:
 class Fleet:
     """Worker processes on one database; every one still running is killed at teardown."""
 
-    def __init__(self, url: str, tmp: Path, chaos: ChaosLog, *, lease: float = 2.0) -> None:
+    def __init__(
+        self, url: str, tmp: Path, chaos: ChaosLog, *, lease: float = 2.0, app: str = APP
+    ) -> None:
         self.url = url
+        self.app = app
         self.tmp = tmp
         self.chaos = chaos
         self.lease = lease
@@ -99,7 +102,7 @@ class Fleet:
     def start(self, *args: str, offset: float = 0.0, env: dict[str, str] | None = None) -> Proc:
         log = self.tmp / f"worker-{len(self.procs)}.log"
         handle = log.open("wb")
-        command = [sys.executable, "-m", "onthedot", "--app", APP, "worker", "-c", "4"]
+        command = [sys.executable, "-m", "onthedot", "--app", self.app, "worker", "-c", "4"]
         command += ["--processes", "1", *args]
         popen = subprocess.Popen(
             command,

@@ -60,7 +60,8 @@ def free_port() -> int:
 class PrivateCluster:
     """One PostgreSQL cluster of our own: `start`, `stop`, `restart`, `remove`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *settings: str) -> None:
+        """`settings`: more server settings, `name=value` each (passed as `-c name=value`)."""
         bindir = _bindir()
         assert bindir is not None, unavailable_reason()
         self.bindir = bindir
@@ -70,6 +71,7 @@ class PrivateCluster:
         self.log = self.root / "server.log"
         self.port = free_port()
         self.as_root = os.geteuid() == 0
+        self.settings = settings
         self._make_root()
         try:
             self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-N")
@@ -115,7 +117,7 @@ class PrivateCluster:
         # cache. Commits stay synchronous: an acknowledged commit must survive the crash.
         return (
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c max_connections=200"
+            "-c max_connections=200" + "".join(f" -c {setting}" for setting in self.settings)
         )
 
     def running(self) -> bool:

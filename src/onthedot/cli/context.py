@@ -60,8 +60,8 @@ class Context:
         created (a read in the wrong folder would otherwise answer from an empty database)."""
         app = self.app()
         config = app.database
-        path = config.path if config.backend == "sqlite" else None
-        if path and path != ":memory:" and not Path(path).exists():
+        path = config.file
+        if path and not Path(path).exists():
             folder = Path(path).resolve().parent
             if not folder.is_dir():
                 raise click.ClickException(
@@ -90,14 +90,15 @@ def database_label(app: App) -> str:
     """The app's database as a person checks it: the masked URL, and for a SQLite file its
     absolute path."""
     config = app.database
-    if config.backend == "sqlite" and config.path and config.path != ":memory:":
-        return f"{config.display} ({Path(config.path).resolve()})"
+    if config.file:
+        return f"{config.display} ({Path(config.file).resolve()})"
     return config.display
 
 
 def app_queues(app: App, option: str | None) -> list[str]:
     """The queues of `--queues` (claimed in that order), or by default every queue the app's
-    jobs and schedules name, and `default`."""
+    jobs and declared schedules name, those of the runtime schedules stored in its database
+    (read now: one created later is served from the next start), and `default`."""
     if option is not None:
         names = [q.strip() for q in option.split(",") if q.strip()]
         if not names:
@@ -105,6 +106,11 @@ def app_queues(app: App, option: str | None) -> list[str]:
         return names
     found = {jf.queue for jf in app.jobs.values()}
     found |= {s.queue for s in app.schedules.declared().values() if s.queue}
+    for row in app.storage.list_schedule_rows():
+        if row.source == "dynamic" and row.removed_at is None:
+            sched = app.schedules.definition_for(row)
+            if sched is not None and sched.queue:
+                found.add(sched.queue)
     return sorted(found | {"default"})
 
 

@@ -19,7 +19,7 @@ ENV_DATABASE = "ONTHEDOT_DATABASE_URL"
 def default_processes(app: App) -> int:
     """One worker process per core on PostgreSQL; one on SQLite (a single writer: more
     processes would only wait on its lock)."""
-    if app.database.backend != "postgresql":
+    if app.database.single_writer:
         return 1
     try:
         return max(1, len(os.sched_getaffinity(0)))

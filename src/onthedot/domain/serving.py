@@ -17,6 +17,40 @@ class Unserved:
         return f"{self.queued} {jobs} of `{self.name}` {wait} and no live worker knows it"
 
 
+@dataclass(frozen=True, slots=True)
+class UnservedQueue:
+    queue: str
+    ready: int
+
+    def message(self) -> str:
+        jobs, wait = ("job", "waits") if self.ready == 1 else ("jobs", "wait")
+        return (
+            f"{self.ready} ready {jobs} {wait} in queue `{self.queue}` and no live worker serves"
+            f" it: start one with -q {self.queue} (a plain worker serves the queues its app names)"
+        )
+
+
+def unserved_queues(
+    ready: Mapping[str, int],
+    paused: Collection[str],
+    live_workers_queues: Iterable[Collection[str]],
+) -> list[UnservedQueue]:
+    """The queues with ready jobs that none of the live workers serves (paused queues aside:
+    they wait on purpose). Empty when no worker is alive: `unserved` already names every job."""
+    served: set[str] = set()
+    alive = False
+    for queues in live_workers_queues:
+        alive = True
+        served.update(queues)
+    if not alive:
+        return []
+    return [
+        UnservedQueue(q, n)
+        for q, n in sorted(ready.items())
+        if n and q not in served and q not in paused
+    ]
+
+
 def unserved(
     queued: Mapping[str, int], live_workers_jobs: Iterable[Collection[str]]
 ) -> list[Unserved]:

@@ -111,6 +111,7 @@ class JobRescued(Event):
     job: str
     attempt: int
     requeued: bool
+    queue: str = ""
     level = logging.WARNING
 
 

@@ -72,7 +72,7 @@ class EventMetrics:
         self.rescued = Counter(
             "onthedot_jobs_rescued",
             "Jobs of dead workers rescued by this process: requeued, or failed (no attempt left).",
-            ("job", "outcome"),
+            ("job", "queue", "outcome"),
             registry=r,
         )
         self.duration = Histogram(
@@ -133,7 +133,9 @@ class EventMetrics:
         elif isinstance(event, JobCancelled):
             self.finished.labels(event.job, event.queue, "cancelled").inc()
         elif isinstance(event, JobRescued):
-            self.rescued.labels(event.job, "requeued" if event.requeued else "failed").inc()
+            self.rescued.labels(
+                event.job, event.queue, "requeued" if event.requeued else "failed"
+            ).inc()
         elif isinstance(event, DatabaseError):
             self.database_errors.labels(event.where).inc()
 

@@ -112,6 +112,7 @@ class RescuedJob:
     name: str
     attempt: int
     requeued: bool  # False: it had no attempts left and is now failed
+    queue: str = ""
 
 
 class EnqueuedSlot(NamedTuple):

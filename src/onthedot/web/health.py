@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onthedot.domain.jobs import QueueStats
-from onthedot.domain.serving import Unserved
+from onthedot.domain.serving import Unserved, UnservedQueue
 from onthedot.storage.interface import WorkerRow
 from onthedot.web.rendering import to_datetime
 
@@ -28,7 +28,7 @@ class Health:
     late_after: float
     now: datetime
     totals: dict[str, int] = field(default_factory=dict)
-    unserved: list[Unserved] = field(default_factory=list)  # jobs no live worker knows
+    unserved: list[Unserved | UnservedQueue] = field(default_factory=list)  # nobody runs these
 
     @classmethod
     def read(cls, app: App, now: datetime, late_after: float) -> Health:

@@ -100,19 +100,22 @@ class Claimer:
         opts = self.options
         errors = 0
         settled = False
+        looked = False  # the last idle wait ended with a lookup that found nothing ready
         while not self.flags.stopping.is_set():
             if opts.stop_after is not None and time.monotonic() - started >= opts.stop_after:
                 return "stop_after elapsed"
             free = self.pipeline.wait_for_room()
             if not free:
                 continue
-            try:
-                claimed, more = self.claim(free)
-                errors = 0
-            except (OnthedotError, OSError) as exc:
-                errors += 1
-                self.backoff.error("claim", exc, errors)
-                continue
+            claimed, more = 0, False
+            if not looked:  # a claim right after such a lookup would find nothing: skip it
+                try:
+                    claimed, more = self.claim(free)
+                    errors = 0
+                except (OnthedotError, OSError) as exc:
+                    errors += 1
+                    self.backoff.error("claim", exc, errors)
+                    continue
             if claimed:
                 self._stuck = False
                 if more or opts.burst:
@@ -132,14 +135,18 @@ class Claimer:
             # ready next is announced (or found by the lookup in `idle`). Sleep at once, so
             # the executors just woken have the interpreter to themselves.
             try:
-                self.idle()
+                looked = not self.idle()
             except (OnthedotError, OSError) as exc:
+                looked = False
                 errors += 1
                 self.backoff.error("claim", exc, errors)
         return None
 
-    def idle(self) -> None:
-        """Sleep until woken, the next delayed job is ready, or the poll interval passes.
+    def idle(self) -> bool:
+        """Sleep until woken, the next delayed job is ready, or the poll interval passes;
+        whether to claim now. False: the poll interval passed, nothing was announced, and this
+        wait's lookup found nothing ready (so an idle worker runs one lookup per poll interval,
+        the safety net behind LISTEN, and no claim that would find nothing).
 
         The next-ready lookup is a round trip: it waits until the worker has been quiet for
         `QUIET` (or until the instant the previous lookup gave), so it never sits between a
@@ -152,7 +159,7 @@ class Claimer:
             # held (or another worker took it). Look again shortly.
             self._stuck = False
             self.wakeup.wait(min(timeout, self.BUSY_LOCK_RECHECK))
-            return
+            return True
         now = time.monotonic()
         due = self._ready_at
         if due is not None and due <= now:
@@ -161,11 +168,11 @@ class Claimer:
         if due is not None:
             quiet = min(quiet, due - now)
         if self.wakeup.wait(quiet):
-            return
+            return True
         if due is not None and time.monotonic() >= due:
-            return  # claim the job the previous lookup announced
+            return True  # claim the job the previous lookup announced
         if quiet >= timeout:
-            return
+            return True  # no time left for a lookup: the claim is the poll
         timeout -= quiet
         self._ready_at = None
         queues = self.paused.active(self.options.queues)
@@ -174,10 +181,12 @@ class Claimer:
             if ready_in is not None:
                 if ready_in <= 0:
                     self._stuck = True  # a ready job nobody announced (a retry): claim it now
-                    return
+                    return True
                 self._ready_at = time.monotonic() + ready_in
                 timeout = min(timeout, ready_in)
-        self.wakeup.wait(timeout)
+        if self.wakeup.wait(timeout):
+            return True
+        return self._ready_at is not None and time.monotonic() >= self._ready_at
 
     def names(self) -> Sequence[str] | None:
         """The job names this worker claims (rebuilt when a job is registered)."""

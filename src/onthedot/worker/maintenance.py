@@ -149,7 +149,7 @@ class Keeper:
     def rescue(self) -> None:
         rescued = self.storage.rescue_jobs()
         for r in rescued:
-            self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued))
+            self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued, r.queue))
 
     def prune(self) -> None:
         if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):

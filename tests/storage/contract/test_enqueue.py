@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -337,3 +338,36 @@ def test_bulk_enqueue_keeps_awkward_strings_intact(app: App) -> None:
     assert [j.args for j in got if j] == [[v] for v in values]
     assert [j.kwargs for j in got if j] == [{"extra": {"k": v}} for v in values]
     assert {j.name for j in got if j} == {"awkward\tname"}
+
+
+def test_aenqueue_runs_inside_the_callers_async_transaction(pg_app: App, pg_url: str) -> None:
+    """`Storage.aenqueue`: the rows are the caller's until it commits; a rollback drops them."""
+    storage = pg_app.storage
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            dropped = await storage.aenqueue([new_job("atx", args=[1])], connection=conn)
+            assert storage.get_job(dropped[0]) is None  # not visible outside the transaction
+            await conn.rollback()
+            kept = await storage.aenqueue(
+                [new_job("atx", args=[2]), new_job("atx", args=[3])], connection=conn
+            )
+            assert all(storage.get_job(i) is None for i in kept)
+            await conn.commit()
+        return dropped, kept
+
+    dropped, kept = asyncio.run(scenario())
+    assert storage.get_job(dropped[0]) is None
+    assert [job(storage, i).args for i in kept] == [[2], [3]]
+    assert storage.count_jobs(JobFilter(name="atx")) == 2
+
+
+def test_aenqueue_on_sqlite_is_refused_in_one_line(sqlite_url: str) -> None:
+    app = App(sqlite_url, log_events=False)
+    try:
+        with pytest.raises(ValueError, match="PostgreSQL") as info:
+            asyncio.run(app.storage.aenqueue([new_job("atx")], connection=object()))
+        assert "\n" not in str(info.value)
+        assert app.storage.count_jobs(JobFilter()) == 0
+    finally:
+        app.close()

@@ -19,16 +19,18 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django_tasks import TaskResult
-from django_tasks.backends.base import BaseTaskBackend
-from django_tasks.base import Task
-from django_tasks.exceptions import TaskResultDoesNotExist
-from django_tasks.signals import task_enqueued
-from django_tasks.utils import normalize_json
 
 from onthedot.contrib.django.results import STATUS, task_result
 from onthedot.contrib.django.runtime import TASK_JOB, get_app, task_job
 from onthedot.contrib.django.settings import load_settings
+from onthedot.contrib.django.tasks_api import (
+    BaseTaskBackend,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    normalize_json,
+    task_enqueued,
+)
 from onthedot.domain.jobs import JobState
 
 T = TypeVar("T")

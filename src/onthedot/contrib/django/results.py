@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django_tasks import TaskResult, TaskResultStatus
-from django_tasks.base import Task, TaskError
-
+from onthedot.contrib.django.tasks_api import Task, TaskError, TaskResult, TaskResultStatus
 from onthedot.domain.jobs import Job, JobState
 
 # (Without Django's type stubs, mypy sees TextChoices members as tuples: hence the casts.)

@@ -71,11 +71,10 @@ def run_task(task_path: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Run the Django task at `task_path` in a worker, with Django's database connections
     closed around it (as a request would), and return its JSON-normalized value."""
     from django.db import close_old_connections
-    from django_tasks import TaskContext
-    from django_tasks.utils import normalize_json
 
     from onthedot.context import current_job
     from onthedot.contrib.django.results import task_result
+    from onthedot.contrib.django.tasks_api import TaskContext, normalize_json
 
     task = import_string(task_path)
     close_old_connections()

@@ -44,7 +44,9 @@ _RECONNECT_EVERY = 2.0  # seconds: the most a lost connection waits between reco
 # two instead of opening one each for good. A process where more callers wait than there are
 # connections (many threads enqueueing) grows at once, up to its pool_size.
 _FREE_GROWTH = 2
-_GROWTH_PATIENCE = 0.05
+# Long: a starved machine keeps its threads off the CPU for hundreds of ms while they hold a
+# connection, and more connections would not help them; the wait only ends a stall.
+_GROWTH_PATIENCE = 2.0
 
 
 if _Attempt is not None:

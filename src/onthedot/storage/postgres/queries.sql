@@ -131,17 +131,28 @@ UPDATE onthedot_workers SET heartbeat_at = COALESCE(%(now)s::timestamptz, now())
 WHERE id = %(worker_id)s;
 
 -- name: extend_leases
-UPDATE onthedot_jobs
+-- SKIP LOCKED: the heartbeat never waits for a row lock. A row another transaction holds (the
+-- completer finishing it, mostly) is left to the next heartbeat, a third of a lease later; waiting
+-- for it deadlocked with an outcome batch locking the same rows in another order.
+UPDATE onthedot_jobs j
 SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second'
-WHERE worker_id = %(worker_id)s AND state = 'running'
-RETURNING id, cancel_requested;
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.worker_id = %(worker_id)s AND q.state = 'running'
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.cancel_requested;
 
 -- name: extend_held_leases
-UPDATE onthedot_jobs
+-- SKIP LOCKED as in extend_leases; `started` lists every job still executing at each heartbeat,
+-- so a skipped row gets `began` from the next one.
+UPDATE onthedot_jobs j
 SET lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    began = began OR id = ANY(%(started)s::bigint[])
-WHERE id = ANY(%(ids)s::bigint[]) AND worker_id = %(worker_id)s AND state = 'running'
-RETURNING id, cancel_requested;
+    began = j.began OR j.id = ANY(%(started)s::bigint[])
+WHERE j.id IN (
+    SELECT q.id FROM onthedot_jobs q
+    WHERE q.id = ANY(%(ids)s::bigint[]) AND q.worker_id = %(worker_id)s AND q.state = 'running'
+    FOR UPDATE SKIP LOCKED)
+RETURNING j.id, j.cancel_requested;
 
 -- name: register_worker
 INSERT INTO onthedot_workers (id, hostname, pid, generation, queues, concurrency, scheduler,

@@ -68,7 +68,7 @@ class WorkerVerbs(SqlBase):
             self._notify(conn, sorted({r[4] for r in rows if r[3]}))
         by_id = {r[0]: r for r in rows}
         return [
-            RescuedJob(r[0], r[1], r[2], bool(r[3]))
+            RescuedJob(r[0], r[1], r[2], bool(r[3]), r[4])
             for r in (by_id[e[0]] for e in expired if e[0] in by_id)
         ]
 

@@ -1,5 +1,6 @@
 """Create onthedot's tables with onthedot's own migrator: the same SQL as `onthedot migrate`,
-run on the database named by settings.ONTHEDOT["DATABASE"] (and only there)."""
+run on the database named by settings.ONTHEDOT["DATABASE"] (and only there). Later onthedot
+schema versions are applied by every `manage.py migrate` (see apps.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,9 @@ from django.db import migrations
 
 
 def migrate_onthedot(apps: Any, schema_editor: Any) -> None:
-    from onthedot.contrib.django.runtime import get_app
-    from onthedot.contrib.django.settings import load_settings
+    from onthedot.contrib.django.apps import migrate_onthedot_schema
 
-    conf = load_settings()
-    if conf.shares_url_with_django and schema_editor.connection.alias != conf.database:
-        return
-    get_app().migrate()
+    migrate_onthedot_schema(schema_editor.connection.alias)
 
 
 class Migration(migrations.Migration):

@@ -1,0 +1,50 @@
+"""What an idle worker asks the database, on both backends: once per poll interval it looks for
+the next ready job, and it claims only when that look (or a wake-up) says there is one.
+
+The storage is the real one; its claim and look-up verbs are wrapped to count their calls.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from onthedot import App, JobState
+from tests.waiting import wait_for
+from tests.worker.test_worker import running, wait_state
+
+POLL = 0.05
+
+
+def _count(app: App, calls: Counter[str], *names: str) -> None:
+    storage = app.storage
+    for name in names:
+        real: Callable[..., Any] = getattr(storage, name)
+
+        def wrapper(
+            *args: Any, _real: Callable[..., Any] = real, _name: str = name, **kwargs: Any
+        ) -> Any:
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        setattr(storage, name, wrapper)
+
+
+def test_an_idle_worker_looks_once_per_poll_and_claims_nothing(app: App) -> None:
+    @app.job(name="idle.echo")
+    def echo(x: int) -> int:
+        return x
+
+    calls: Counter[str] = Counter()
+    _count(app, calls, "claim_jobs", "claim_alone", "seconds_until_ready")
+    with running(app, poll_interval=POLL):
+        wait_for(lambda: calls["seconds_until_ready"] >= 40, "40 idle looks", 30)
+        looks, claims = calls["seconds_until_ready"], calls["claim_jobs"] + calls["claim_alone"]
+        # The first claim at the start (a job claim and a solo-job claim), and one for a
+        # wake-up now and then (the LISTEN connection's start; on SQLite, another connection's
+        # write such as the heartbeat). Before, every poll interval also claimed: 43-44 claims
+        # for these 40 looks.
+        assert claims <= 8, (looks, dict(calls))
+        job_id = echo.enqueue(7)  # a wake-up still claims at once
+        assert wait_state(app, job_id, JobState.SUCCEEDED).result == 7
