@@ -250,8 +250,12 @@ def python() -> str:
 
 def cell_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = f"{REPO / 'src'}{os.pathsep}{REPO}"
+    # $BENCH_SRC: another checkout's src/ (an A/B against main without switching branches)
+    env["PYTHONPATH"] = f"{os.environ.get('BENCH_SRC') or REPO / 'src'}{os.pathsep}{REPO}"
     env.pop("OPENBLAS_CORETYPE", None)
+    # A user's installed onthedot has its .pyc files; without them every process of a cell
+    # (each `onthedot worker` child too) compiles onthedot again at start (~0.1 s of CPU).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONUNBUFFERED"] = "1"
     if extra:
         env.update(extra)

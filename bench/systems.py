@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,14 +27,22 @@ class System:
         return pg_url(self.db)
 
 
-OURS = System("onthedot", "onthedot", "bench_onthedot")
+# $BENCH_DB_SUFFIX: runs sharing one server (two checkouts benchmarking at once) keep apart
+_DB = os.environ.get("BENCH_DB_SUFFIX", "")
+
+OURS = System("onthedot", "onthedot", "bench_onthedot" + _DB)
 OURS_SQLITE = System("onthedot (SQLite)", "onthedot", None, sqlite=True)
-FLOOR = System("SQL floor", "floor", "bench_floor")
-PGQ_DEFAULT = System("pgqueuer (default)", "pgqueuer", "bench_pgq_default")
+FLOOR = System("SQL floor", "floor", "bench_floor" + _DB)
+PGQ_DEFAULT = System("pgqueuer (default)", "pgqueuer", "bench_pgq_default" + _DB)
 PGQ_TUNED = System(
-    "pgqueuer (tuned)", "pgqueuer", "bench_pgq_tuned", {"durability": "balanced", "autovac": True}
+    "pgqueuer (tuned)",
+    "pgqueuer",
+    "bench_pgq_tuned" + _DB,
+    {"durability": "balanced", "autovac": True},
 )
-PROCRASTINATE = System("procrastinate", "procrastinate", "bench_procrastinate", slow_bulk=True)
+PROCRASTINATE = System(
+    "procrastinate", "procrastinate", "bench_procrastinate" + _DB, slow_bulk=True
+)
 CELERY = System("celery+redis", "celery", None)
 
 ALL = [OURS, OURS_SQLITE, FLOOR, PGQ_DEFAULT, PGQ_TUNED, PROCRASTINATE, CELERY]

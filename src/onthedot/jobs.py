@@ -113,6 +113,7 @@ class JobFunction(Generic[P, R]):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self._arity = _plain_arity(self.signature)
+        self._defaults: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -145,7 +146,16 @@ class JobFunction(Generic[P, R]):
     ) -> NewJob:
         """Validate arguments and options (`delay`, `run_at`, `priority`, `queue`,
         `unique_key`, `max_attempts`, `timeout`) and return the job to insert."""
-        return self._build(args, kwargs, self.job_options(**options))
+        return self._build(args, kwargs, self.job_options(**options) if options else self._plain())
+
+    def _plain(self) -> dict[str, Any]:
+        """`job_options()` with no option given, validated once for the job's current queue,
+        priority, attempts and timeout (read-only: shared by the jobs built from it)."""
+        key = (self.queue, self.priority, self.max_attempts, self.timeout)
+        cached = self._defaults
+        if cached is None or cached[0] != key:
+            cached = self._defaults = (key, self.job_options())
+        return cached[1]
 
     def job_options(
         self,
@@ -189,6 +199,9 @@ class JobFunction(Generic[P, R]):
     # -- enqueueing -------------------------------------------------------------------------
     def enqueue(self, *args: Any, **kwargs: Any) -> int:
         """Validate and enqueue; return the job id (an existing job's id for a taken unique_key)."""
+        if not kwargs:  # the common call: positional arguments, no option
+            job = self._build(args, None, self._plain())
+            return self.enqueuer.enqueue([job])[0]
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in ENQUEUE_OPTIONS}
         return self.enqueue_with(args, kwargs, **options)
 

@@ -12,6 +12,7 @@ import sys
 import click
 
 from onthedot.cli.context import ENV_APP, Context
+from onthedot.cli.exit import finish
 
 LOGGING_COMMANDS = ("worker", "web", "dev")
 
@@ -88,4 +89,8 @@ def cli(
 
 def main() -> None:
     """The console script `onthedot`."""
-    cli(prog_name="onthedot")
+    try:
+        cli(prog_name="onthedot")
+    except SystemExit as exc:  # click's standalone mode always ends with one
+        finish(exc.code)
+    finish(0)

@@ -63,8 +63,6 @@ def _ready(app: App, queues: str | None) -> bool:
 
 def supervise(ctx: Context, processes: int) -> None:
     """Run `processes` children of this command until they are done; exit with their status."""
-    from onthedot.worker.supervisor import Supervisor
-
     app = ctx.app(required=True)
     click_ctx = click.get_current_context()
     params = click_ctx.params
@@ -84,6 +82,8 @@ def supervise(ctx: Context, processes: int) -> None:
             return  # nothing to start processes for (a burst child would exit at once)
     except DatabaseUnavailable:
         pass  # each child waits for the database, as a single worker does
+    from onthedot.worker.supervisor import Supervisor  # not needed for an empty burst
+
     env = dict(os.environ)
     env[ENV_APP] = ctx.app_path or env.get(ENV_APP, "")
     env[ENV_DATABASE] = app.database_url

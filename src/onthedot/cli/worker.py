@@ -8,6 +8,7 @@ import sys
 import click
 
 from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
+from onthedot.cli.exit import exit_fast_when_done
 from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
 
 
@@ -53,6 +54,7 @@ def worker(
     processes: int | None,
 ) -> None:
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
+    exit_fast_when_done()  # cli/exit.py: no interpreter teardown once the worker returned
     app = ctx.app(required=True)
     report = app.schedules.check()
     if not report.ok:

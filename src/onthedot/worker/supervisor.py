@@ -53,6 +53,13 @@ class Slot:
     quick_failures: int = 0
     done: bool = False
     code: int = 0
+    pidfd: int | None = None  # readable once the child exited (Linux); None: polled
+
+    def reaped(self) -> None:
+        self.popen = None
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 @dataclass(frozen=True)
@@ -89,9 +96,16 @@ class Supervisor:
                 self._forward_signals()
                 self._step(env, write_fd)
                 reports.extend(_read_lines(read_fd))
-                select.select([read_fd], [], [], 0.05)
+                # A child's exit wakes the loop at once (its pidfd turns readable), so a burst
+                # ends when its last child does, not up to a poll interval later.
+                exits = [s.pidfd for s in self.slots if s.pidfd is not None]
+                select.select([read_fd, *exits], [], [], 0.05)
             reports.extend(_read_lines(read_fd))
         finally:
+            for slot in self.slots:
+                if slot.pidfd is not None:  # a child still running: the caller is unwinding
+                    os.close(slot.pidfd)
+                    slot.pidfd = None
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             os.close(write_fd)
@@ -115,6 +129,7 @@ class Supervisor:
         )
         slot.started = time.monotonic()
         slot.restart_at = None
+        slot.pidfd = _pidfd(slot.popen.pid)
 
     def _step(self, env: dict[str, str], write_fd: int) -> None:
         now = time.monotonic()
@@ -131,7 +146,7 @@ class Supervisor:
             code = slot.popen.poll()
             if code is None:
                 continue
-            slot.popen = None
+            slot.reaped()
             if code == 0 or stopping:
                 slot.done, slot.code = True, _exit_status(code)
                 continue
@@ -194,6 +209,18 @@ def _read_lines(fd: int) -> list[str]:
             break
         chunks.append(chunk)
     return [line for line in b"".join(chunks).decode(errors="replace").splitlines() if line]
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when process `pid` exits (Linux 5.3+), or None."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
 
 
 def _die_with_parent() -> None:

@@ -4,12 +4,13 @@
 SELECT now();
 
 -- name: enqueue_one
+-- Positional parameters, in the order of rows.job_params (name, queue, priority, args, kwargs,
+-- run_at, now, max_attempts, timeout, unique_key, schedule_key, slot, lock_key, now): the
+-- single enqueue's parameters go out without a lookup by name.
 INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
                            unique_key, schedule_key, slot, lock_key, created_at)
-VALUES (%(name)s, %(queue)s, %(priority)s, %(args)s::jsonb, %(kwargs)s::jsonb,
-        COALESCE(%(run_at)s::timestamptz, %(now)s::timestamptz, now()), %(max_attempts)s,
-        %(timeout)s, %(unique_key)s, %(schedule_key)s, %(slot)s, %(lock_key)s,
-        COALESCE(%(now)s::timestamptz, now()))
+VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, COALESCE(%s::timestamptz, %s::timestamptz, now()), %s,
+        %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
 DO NOTHING
 RETURNING id;

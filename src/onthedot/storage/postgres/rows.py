@@ -16,23 +16,25 @@ from onthedot.storage.sqlfile import load_queries
 Q = load_queries("postgres")
 
 
-def job_params(job: NewJob, now: datetime | None) -> dict[str, object]:
+def job_params(job: NewJob, now: datetime | None) -> tuple[object, ...]:
+    """The parameters of `enqueue_one`, in its (positional) order."""
     args, kwargs = job.encoded()
-    return {
-        "name": job.name,
-        "queue": job.queue,
-        "priority": job.priority,
-        "args": args,
-        "kwargs": kwargs,
-        "run_at": job.run_at,
-        "now": now,
-        "max_attempts": job.max_attempts,
-        "timeout": job.timeout,
-        "unique_key": job.unique_key,
-        "schedule_key": job.schedule_key,
-        "slot": job.slot,
-        "lock_key": job.lock_key,
-    }
+    return (
+        job.name,
+        job.queue,
+        job.priority,
+        args,
+        kwargs,
+        job.run_at,
+        now,
+        job.max_attempts,
+        job.timeout,
+        job.unique_key,
+        job.schedule_key,
+        job.slot,
+        job.lock_key,
+        now,
+    )
 
 
 def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime | None) -> list[int]:
@@ -45,7 +47,7 @@ def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime |
                 cur.execute(Q["enqueue_one"], params, prepare=True)
                 row = cur.fetchone()
                 if row is None and job.unique_key is not None:
-                    cur.execute(Q["find_unique"], params)
+                    cur.execute(Q["find_unique"], {"unique_key": job.unique_key})
                     row = cur.fetchone()
                 if row is not None:
                     ids.append(int(row[0]))
@@ -67,7 +69,7 @@ async def aenqueue_rows(
                 await cur.execute(Q["enqueue_one"], params, prepare=True)
                 row = await cur.fetchone()
                 if row is None and job.unique_key is not None:
-                    await cur.execute(Q["find_unique"], params)
+                    await cur.execute(Q["find_unique"], {"unique_key": job.unique_key})
                     row = await cur.fetchone()
                 if row is not None:
                     ids.append(int(row[0]))

@@ -12,6 +12,7 @@ from typing import Any, Self
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg_pool import PoolTimeout
 
 from onthedot.clock import Clock, SystemClock
@@ -37,6 +38,17 @@ from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.wakeup import Wakeup
 
+# The driver errors `_translate` turns into onthedot's (anything else passes through).
+_DRIVER_ERRORS = (
+    PoolTimeout,
+    pg_errors.ReadOnlySqlTransaction,
+    pg_errors.InsufficientPrivilege,
+    psycopg.DataError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg.InternalError,
+)
+_IDLE = TransactionStatus.IDLE
 _D = PostgresDialect()
 Q = _D.q
 _MIGRATION_LOCK = 7_283_911_044  # advisory lock key serializing concurrent `migrate` runs
@@ -106,44 +118,68 @@ class PostgresStorage(SqlStorage):
 
     @contextmanager
     def _read(self) -> Iterator[psycopg.Connection[Any]]:
-        self._ensure_open()
-        with self._errors(), self._pool.connection() as conn:
-            yield conn
+        # The hot path of every statement (a single enqueue is one of these around one
+        # INSERT): the pool's own `connection()` exits `with conn`, which takes the
+        # connection's lock to commit an autocommit connection that has nothing to commit.
+        # Here the commit (or, on an error, the rollback) happens only when a transaction is
+        # open; `putconn` discards a broken connection as before.
+        if not self._opened:
+            self._ensure_open()
+        pool = self._pool
+        try:
+            conn = pool.getconn()
+            try:
+                yield conn
+            except BaseException:
+                if conn.pgconn.transaction_status != _IDLE and not conn.closed:
+                    try:
+                        conn.rollback()
+                    except psycopg.Error:
+                        pass  # putconn discards a connection it cannot reset
+                raise
+            else:
+                if conn.pgconn.transaction_status != _IDLE:
+                    conn.commit()
+            finally:
+                pool.putconn(conn)
+        except _DRIVER_ERRORS as exc:
+            raise self._translate(exc) from exc
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
         """Driver errors as onthedot's: one line each, naming what to do."""
         try:
             yield
-        except PoolTimeout as exc:
+        except _DRIVER_ERRORS as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: Exception) -> Exception:
+        if isinstance(exc, PoolTimeout):
             last = self._pool.last_error
             if last is not None and describe_connect_error(self.display, last)[1]:
-                raise DatabaseUnavailable(describe_connect_error(self.display, last)[0]) from exc
-            raise DatabaseUnavailable(
+                return DatabaseUnavailable(describe_connect_error(self.display, last)[0])
+            return DatabaseUnavailable(
                 f"PostgreSQL at {self.display} is unreachable (no connection within "
                 f"{self._pool.timeout:.0f}s): check the host, port and that the server runs"
-            ) from exc
-        except pg_errors.ReadOnlySqlTransaction as exc:
+            )
+        if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
             # A standby, or default_transaction_read_only: wait like an outage (a failover
             # promotes a new primary) and say so.
-            raise DatabaseUnavailable(
+            return DatabaseUnavailable(
                 f"PostgreSQL at {self.display} is read-only ({_one_line(exc)}): point onthedot "
                 "at the primary, or turn off default_transaction_read_only"
-            ) from exc
-        except pg_errors.InsufficientPrivilege as exc:
-            raise ConfigurationError(
+            )
+        if isinstance(exc, pg_errors.InsufficientPrivilege):
+            return ConfigurationError(
                 f"PostgreSQL at {self.display} refused: {_one_line(exc)}; onthedot's role needs "
                 "to read and write its tables (and create them, for `onthedot migrate`)"
-            ) from exc
-        except psycopg.DataError as exc:  # a value it cannot hold, e.g. a NUL in a filter
-            raise ValueError(f"PostgreSQL cannot take this value: {_one_line(exc)}") from exc
-        except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.InternalError) as exc:
-            # InternalError/InterfaceError: the protocol broke mid-statement (seen through
-            # PgBouncer while the server restarts, "received 2 results from command 'BEGIN'"):
-            # the connection is lost, like an outage; the caller retries.
-            raise DatabaseUnavailable(
-                f"PostgreSQL at {self.display} failed: {_one_line(exc)}"
-            ) from exc
+            )
+        if isinstance(exc, psycopg.DataError):  # a value it cannot hold, e.g. a NUL in a filter
+            return ValueError(f"PostgreSQL cannot take this value: {_one_line(exc)}")
+        # OperationalError; InternalError/InterfaceError: the protocol broke mid-statement
+        # (seen through PgBouncer while the server restarts, "received 2 results from command
+        # 'BEGIN'"): the connection is lost, like an outage; the caller retries.
+        return DatabaseUnavailable(f"PostgreSQL at {self.display} failed: {_one_line(exc)}")
 
     @contextmanager
     def _migration_tx(self) -> Iterator[psycopg.Connection[Any]]:

@@ -1,0 +1,81 @@
+"""`onthedot worker` leaves without the interpreter's teardown (cli/exit.py), yet what the
+teardown would have done for the user still happens: their atexit handlers run, buffered output
+reaches the pipe, a non-daemon thread of theirs is waited for, and the exit status is kept."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ONTHEDOT = str(Path(sys.executable).parent / "onthedot")
+
+APP = """
+import atexit, os, pathlib, threading, time
+import onthedot
+
+app = onthedot.App()
+out = pathlib.Path(__file__).parent
+
+@app.job(name="hello")
+def hello() -> None:
+    print("printed by the job")  # stdout is a pipe: block-buffered, flushed only at exit
+
+atexit.register(lambda: (out / "atexit-ran").write_text("yes"))
+
+def late() -> None:
+    time.sleep(0.5)
+    (out / "thread-done").write_text("yes")
+
+if os.environ.get("EXITAPP_THREAD"):
+    threading.Thread(target=late).start()  # non-daemon: the exit has to wait for it
+"""
+
+
+def run(tmp_path: Path, thread: bool = False) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "exitapp.py").write_text(APP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    env["PYTHONPATH"] = str(tmp_path)
+    if thread:
+        env["EXITAPP_THREAD"] = "1"
+    db = f"sqlite:///{tmp_path / 'jobs.db'}"
+    base = [ONTHEDOT, "--app", "exitapp:app", "--database", db]
+    subprocess.run([*base, "enqueue", "hello"], env=env, check=True, capture_output=True)
+    return subprocess.run(
+        [*base, "worker", "--burst"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_worker_exit_runs_atexit_and_flushes_output(tmp_path: Path) -> None:
+    result = run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "printed by the job" in result.stdout
+    assert "1 job(s) finished" in result.stderr
+    assert (tmp_path / "atexit-ran").read_text() == "yes"
+
+
+def test_worker_exit_waits_for_a_non_daemon_thread(tmp_path: Path) -> None:
+    result = run(tmp_path, thread=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "thread-done").read_text() == "yes"
+    assert (tmp_path / "atexit-ran").read_text() == "yes"
+
+
+@pytest.mark.parametrize(("code", "status", "stderr"), [("3", 3, ""), ("'bad input'", 1, "bad")])
+def test_fast_exit_keeps_the_status(code: str, status: int, stderr: str) -> None:
+    script = (
+        "from onthedot.cli.exit import exit_fast_when_done, finish\n"
+        f"exit_fast_when_done()\nprint('out', end='')\nfinish({code})\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == status
+    assert result.stdout == "out"
+    assert stderr in result.stderr
