@@ -30,6 +30,7 @@ class Node(PrivateCluster):
             super().__init__()
             return
         self.bindir = primary.bindir
+        self.settings = primary.settings
         self.root = Path("/tmp") / f"onthedot-torture-pg-{uuid.uuid4().hex[:10]}"
         self.data = self.root / "data"
         self.log = self.root / "server.log"
