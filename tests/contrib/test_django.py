@@ -145,8 +145,13 @@ def test_manage_py_runs_every_cli_command(project: Project) -> None:
         "django.task" in project.manage("onthedot", "schedules", "explain", "nightly-orders").stdout
     )
     job_id = project.manage("onthedot", "enqueue", "djproject.jobs.ping").stdout.strip()
+    # the declared schedule on a Django @task, run now: a worker runs the task through Django
+    slot_job = int(project.manage("onthedot", "schedules", "trigger", "nightly-orders").stdout)
     assert project.manage("onthedot", "worker", "--burst").returncode == 0
     assert "succeeded" in project.manage("onthedot", "jobs", "show", job_id).stdout
+    ran = json.loads(project.manage("onthedot", "jobs", "show", str(slot_job), "--json").stdout)
+    assert (ran["state"], ran["name"], ran["result"]) == ("succeeded", "django.task", 0)
+    assert ran["schedule_key"] == "nightly-orders" and ran["slot"]
     help_text = project.manage("onthedot", "--help").stdout
     assert "manage.py onthedot" in help_text and "worker" in help_text
 
