@@ -77,6 +77,12 @@ def test_tasks_run_on_onthedot_workers(project: Project) -> None:
 
     ids = project.json("shopdemo", "enqueue")
     assert ids["jobs_after_rollback"] == 0  # the rolled-back enqueue left no job
+    if project.env["DJANGO_DB"] == "postgres":  # inserted in Django's own transaction
+        assert ids["id_inside_atomic"] and ids["seen_before_commit"] is False
+    else:  # SQLite: onthedot's own connection, after the commit (on_commit)
+        assert ids["id_inside_atomic"] == "" and ids["seen_before_commit"] is False
+    mail = json.loads(project.manage("onthedot", "jobs", "show", ids["mail"], "--json").stdout)
+    assert (mail["queue"], mail["args"][1:]) == ("mail", [[4, 4], {}]), mail
     assert ids["ok"] and ids["fail"] and ids["ctx"] and ids["async"]
     assert ids["flags"] == [True, True, True, True]
     assert ids["fresh_status"] == "READY"

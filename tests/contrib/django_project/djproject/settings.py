@@ -39,4 +39,6 @@ else:
     }
 
 ONTHEDOT = {"APP": "djproject.jobs:app", "DATABASE": "default"}
-TASKS = {"default": {"BACKEND": "onthedot.contrib.django.TaskBackend"}}
+TASKS = {
+    "default": {"BACKEND": "onthedot.contrib.django.TaskBackend", "QUEUES": ["default", "mail"]}
+}

@@ -45,11 +45,16 @@ class Command(BaseCommand):
             Order.objects.create(item="kept")
             pending = tasks.add.enqueue(2, 3)
             out["id_inside_atomic"] = pending.id
+            # another connection (onthedot's own pool) must not see it before the commit
+            out["seen_before_commit"] = bool(pending.id) and (
+                get_app().get_job(int(pending.id)) is not None
+            )
         out["ok"] = pending.id
         out["fail"] = tasks.explode.enqueue("no such thing").id
         out["ctx"] = tasks.whoami.enqueue(tag="t1").id
         out["async"] = asyncio.run(tasks.double.aenqueue(21)).id
         out["orders"] = tasks.count_orders.enqueue().id
+        out["mail"] = tasks.add.using(queue_name="mail").enqueue(4, 4).id
         later = tasks.add.using(priority=7, run_after=timezone.now() + timedelta(hours=1))
         out["later"] = later.enqueue(1, 1).id
         result = tasks.add.enqueue(5, 5)
