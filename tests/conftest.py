@@ -100,6 +100,15 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.fixture
+def pg_app(pg_url: str) -> Iterator[App]:
+    """A migrated App on a fresh PostgreSQL schema."""
+    application = App(pg_url, log_events=False)
+    application.migrate()
+    yield application
+    application.close()
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: object) -> str:
     return f"sqlite:///{tmp_path}/onthedot.db"
 

@@ -10,7 +10,6 @@ heartbeat now skips a locked row and extends it at the next beat.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 
 import psycopg
@@ -19,14 +18,6 @@ import pytest
 from onthedot import App
 from onthedot.storage.interface import Storage
 from tests.storage.contract.conftest import T0, at, new_job
-
-
-@pytest.fixture
-def pg_app(pg_url: str) -> Iterator[App]:
-    application = App(pg_url, log_events=False)
-    application.migrate()
-    yield application
-    application.close()
 
 
 def _lease(url: str, job_id: int) -> datetime:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -262,14 +261,6 @@ def test_invalid_options(app: App, typed: Any) -> None:
 
 
 # -- enqueue inside the caller's transaction (PostgreSQL) --------------------------------------
-
-
-@pytest.fixture
-def pg_app(pg_url: str) -> Iterator[App]:
-    application = App(pg_url, log_events=False)
-    application.migrate()
-    yield application
-    application.close()
 
 
 def test_transactional_enqueue_rollback_and_commit(pg_app: App, pg_url: str) -> None:
