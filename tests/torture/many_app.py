@@ -13,18 +13,14 @@ from __future__ import annotations
 import os
 
 from onthedot import App, current_job
+from tests.records import append_record
 
 HOURLY = "hourly"
 
 
 def _record() -> None:
     ctx = current_job()
-    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()}\n".encode()
-    fd = os.open(os.environ["ONTHEDOT_TEST_RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_record(f"{ctx.job_id} {ctx.attempt} {os.getpid()}\n")
 
 
 def noop(n: int) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from onthedot import App, Backoff, current_job
+from tests.records import append_record
 
 DEADLINE = 120.0  # a blocked job gives up after this long, so no test can hang forever
 
@@ -26,12 +27,7 @@ def record(note: str = "", pause: float = 0.0) -> int:
     if pause:
         time.sleep(pause)
     ctx = current_job()
-    line = f"{ctx.job_id} {ctx.attempt} {os.getpid()} {note}\n".encode()
-    fd = os.open(os.environ["ONTHEDOT_TEST_RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    append_record(f"{ctx.job_id} {ctx.attempt} {os.getpid()} {note}\n")
     return ctx.attempt
 
 
