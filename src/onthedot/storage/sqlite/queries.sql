@@ -19,12 +19,28 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queued', 'running');
 
 -- name: claim_jobs
+-- One priority at a time, as on PostgreSQL (see its claim_jobs): a loose scan of the ready
+-- index finds the queue's priorities, highest first, and each is read as an index range on
+-- (queue, priority, run_at) that ends at the first job not yet due, so delayed jobs are never
+-- walked past. No ORDER BY: the nested loop yields the claim order itself (prio in order,
+-- each range in (run_at, id) order), where sorting would read every due job of every priority.
+WITH RECURSIVE prio(priority) AS (
+    SELECT (SELECT q.priority FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = :queue
+            ORDER BY q.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.priority FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = :queue AND q.priority < prio.priority
+            ORDER BY q.priority DESC LIMIT 1)
+    FROM prio WHERE prio.priority IS NOT NULL)
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
     lease_until = :now + :lease, charged = :charge, began = :charge
 WHERE id IN (
-    SELECT q.id FROM onthedot_jobs q
-    WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+    SELECT q.id FROM prio CROSS JOIN onthedot_jobs q
+    WHERE prio.priority IS NOT NULL
+      AND q.state = 'queued' AND q.queue = :queue AND q.priority = prio.priority
+      AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
@@ -32,7 +48,6 @@ WHERE id IN (
                       WHERE r.lock_key = q.lock_key AND r.state = 'running')
           AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
                       WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
-    ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT :limit)
 -- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
 RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key,
@@ -180,8 +195,22 @@ WHERE onthedot_maintenance.last_run_at <= excluded.last_run_at - :every
 RETURNING task;
 
 -- name: seconds_until_ready
-SELECT min(run_at) - :now FROM onthedot_jobs
-WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues));
+-- The earliest run_at of each (queue, priority), one index descent each, as on PostgreSQL.
+WITH RECURSIVE prio(queue, priority) AS (
+    SELECT v.value, (SELECT q.priority FROM onthedot_jobs q
+                     WHERE q.state = 'queued' AND q.queue = v.value
+                     ORDER BY q.priority DESC LIMIT 1)
+    FROM json_each(:queues) AS v
+    UNION ALL
+    SELECT prio.queue, (SELECT q.priority FROM onthedot_jobs q
+                        WHERE q.state = 'queued' AND q.queue = prio.queue
+                          AND q.priority < prio.priority
+                        ORDER BY q.priority DESC LIMIT 1)
+    FROM prio WHERE prio.priority IS NOT NULL)
+SELECT min((SELECT q.run_at FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = prio.queue AND q.priority = prio.priority
+            ORDER BY q.run_at LIMIT 1)) - :now
+FROM prio WHERE prio.priority IS NOT NULL;
 
 -- name: get_job
 SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
