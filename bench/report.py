@@ -327,7 +327,7 @@ def render(res: Results, m: dict[str, Any], mode: str, sizes: Sizes, elapsed: fl
         + f" in {elapsed / 60:.1f} min; every table is rewritten by the next run._",
         "",
         "Reproduce the final numbers with `python -m bench --full` from the repository root "
-        "(an idle machine; 15 to 30 min). The harness and its method are described in "
+        "(an idle machine; 30 to 50 min). The harness and its method are described in "
         "[bench/README.md](../bench/README.md); the notes below the tables are kept in "
         "`bench/NOTES.md`.",
         "",
