@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
+from onthedot import App
 from onthedot.storage import open_storage
-from onthedot.storage.interface import Storage
 from onthedot.storage.postgres.storage import PostgresStorage
 from onthedot.storage.sqlfile import load_queries
 from tests.storage.contract.conftest import T0, at, new_job
@@ -31,15 +30,6 @@ DELAYED = 100_000
 # to read (the priorities, each range from its start), ~30 to write (the claimed rows and their
 # index entries), the rest the catalog read once to compile onthedot_queue_priorities.
 MOST_PAGES = 250
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStorage]:
-    storage = open_storage(pg_url, pool_size=2)
-    assert isinstance(storage, PostgresStorage)
-    storage.migrate()
-    yield storage
-    storage.close()
 
 
 def load_delayed(url: str) -> None:
@@ -94,16 +84,8 @@ def test_a_claim_asking_more_than_is_due_reads_no_delayed_entry(
     assert again == []
 
 
-@pytest.fixture
-def storage(db_url: str) -> Iterator[Storage]:
-    opened = open_storage(db_url)
-    opened.migrate()
-    yield opened
-    opened.close()
-
-
-def test_the_claim_keeps_the_priority_order_across_priorities(storage: Storage) -> None:
-    pg = storage
+def test_the_claim_keeps_the_priority_order_across_priorities(app: App) -> None:
+    pg = app.storage
     s = pg.at(T0)
     low = s.enqueue([new_job("low", priority=-1)])
     later_high = s.enqueue([new_job("later", priority=9, run_at=at(3600))])
@@ -121,9 +103,8 @@ def test_the_claim_keeps_the_priority_order_across_priorities(storage: Storage) 
     assert [j.id for j in pg.at(at(10)).claim_jobs("w", "default", 1, 30)] == a
 
 
-def test_the_next_ready_instant_is_the_earliest_of_every_queue_and_priority(
-    storage: Storage,
-) -> None:
+def test_the_next_ready_instant_is_the_earliest_of_every_queue_and_priority(app: App) -> None:
+    storage = app.storage
     s = storage.at(T0)
     assert s.seconds_until_ready(["default"]) is None
     s.enqueue([new_job("x", priority=4, run_at=at(500)), new_job("y", queue="q2", run_at=at(90))])

@@ -4,10 +4,8 @@ no delta beside concurrent writers (their transactions committed before, during 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import psycopg
-import pytest
 
 from onthedot.domain.jobs import JobFilter, JobState, Outcome, OutcomeKind
 from onthedot.storage import open_storage
@@ -22,15 +20,6 @@ INSERT_JOB = (
     "INSERT INTO onthedot_jobs (name, queue, run_at, created_at)"
     " VALUES ('raw', 'r', '2030-01-01Z', '2030-01-01Z')"
 )
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStorage]:
-    storage = open_storage(pg_url, pool_size=4)
-    assert isinstance(storage, PostgresStorage)
-    storage.migrate()
-    yield storage
-    storage.close()
 
 
 def count_rows(url: str) -> int:
