@@ -113,6 +113,7 @@ class JobFunction(Generic[P, R]):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self._arity = _plain_arity(self.signature)
+        self._where = f"job {name!r}"  # how errors about its arguments begin
         self._defaults: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         functools.update_wrapper(self, fn)
 
@@ -127,7 +128,7 @@ class JobFunction(Generic[P, R]):
         """Raise TypeError/ValueError unless the arguments bind to the signature and are JSON
         (within the size limit)."""
         self._bind(args, kwargs)
-        encode_arguments(list(args), kwargs, f"job {self.name!r}")
+        encode_arguments(list(args), kwargs, self._where)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         arity = self._arity
@@ -191,7 +192,7 @@ class JobFunction(Generic[P, R]):
         kwargs = dict(kwargs) if kwargs else {}
         args = list(args)
         self._bind(args, kwargs)
-        args_json, kwargs_json = encode_arguments(args, kwargs, f"job {self.name!r}")
+        args_json, kwargs_json = encode_arguments(args, kwargs, self._where)
         return NewJob(
             self.name, args, kwargs, **options, args_json=args_json, kwargs_json=kwargs_json
         )
@@ -243,7 +244,9 @@ class JobFunction(Generic[P, R]):
         a: Sequence[Any]
         k: dict[str, Any]
         for call in calls:
-            if isinstance(call, dict):
+            if type(call) is list:  # the common item, checked first
+                a, k = call, {}
+            elif isinstance(call, dict):
                 a, k = (), call
             elif (
                 isinstance(call, tuple)

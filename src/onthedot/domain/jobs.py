@@ -25,9 +25,13 @@ class JobState(StrEnum):
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewJob:
-    """A job about to be enqueued. `args`/`kwargs` are already validated JSON values."""
+    """A job about to be enqueued. `args`/`kwargs` are already validated JSON values.
+
+    Read-only by convention (change one with `dataclasses.replace`), not a frozen dataclass:
+    a frozen one costs 3.4 us to build against 1.0, paid once per job of a bulk enqueue and
+    once per slot of a scheduler burst."""
 
     name: str
     args: list[JsonValue]
