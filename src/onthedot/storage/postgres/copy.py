@@ -25,13 +25,21 @@ def enqueue_copy(
     conn: psycopg.Connection[Any], jobs: Sequence[NewJob], now: datetime | None
 ) -> list[int]:
     """COPY in text format, built here: per row only the id and the JSON vary, the rest of
-    the line is shared by every job with the same options."""
+    the line is shared by every job with the same options.
+
+    Jobs that run as soon as possible, on the database's clock (the common bulk enqueue), leave
+    run_at and created_at to their default, now(): the transaction's instant, as before, without
+    reading it first or parsing two timestamps per row (~15 % of the server's time per row)."""
     ids = [r[0] for r in conn.execute(Q["allocate_ids"], {"n": len(jobs)}).fetchall()]
-    start = now or conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-    created = start.isoformat()
+    dated = now is not None or any(job.run_at is not None for job in jobs)
+    start = created = None
+    if dated:
+        start = now or conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
+        created = start.isoformat()
     shared: dict[tuple[object, ...], tuple[str, str]] = {}
     lines: list[str] = []
-    with conn.cursor() as cur, cur.copy(Q["enqueue_copy"]) as copy:
+    statement = Q["enqueue_copy"] if dated else Q["enqueue_copy_now"]
+    with conn.cursor() as cur, cur.copy(statement) as copy:
         for job_id, job in zip(ids, jobs, strict=True):
             options = (
                 job.name,
@@ -47,18 +55,16 @@ def enqueue_copy(
             parts = shared.get(options)
             if parts is None:
                 head = f"{_copy_text(job.name)}\t{_copy_text(job.queue)}\t{job.priority}"
-                tail = "\t".join(
-                    (
-                        (job.run_at or start).isoformat(),
-                        str(job.max_attempts),
-                        _N if job.timeout is None else repr(job.timeout),
-                        _N if job.schedule_key is None else _copy_text(job.schedule_key),
-                        _N if job.slot is None else job.slot.isoformat(),
-                        _N if job.lock_key is None else _copy_text(job.lock_key),
-                        created,
-                    )
-                )
-                parts = shared[options] = (head, tail)
+                fields = [
+                    str(job.max_attempts),
+                    _N if job.timeout is None else repr(job.timeout),
+                    _N if job.schedule_key is None else _copy_text(job.schedule_key),
+                    _N if job.slot is None else job.slot.isoformat(),
+                    _N if job.lock_key is None else _copy_text(job.lock_key),
+                ]
+                if start is not None and created is not None:
+                    fields = [(job.run_at or start).isoformat(), *fields, created]
+                parts = shared[options] = (head, "\t".join(fields))
             args, kwargs = job.encoded()
             if "\\" in args:
                 args = args.replace("\\", "\\\\")

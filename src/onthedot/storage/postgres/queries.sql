@@ -30,6 +30,12 @@ COPY onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempt
                     schedule_key, slot, lock_key, created_at)
 FROM STDIN;
 
+-- name: enqueue_copy_now
+-- The same, for jobs due at once on the database's clock: run_at and created_at are now().
+COPY onthedot_jobs (id, name, queue, priority, args, kwargs, max_attempts, timeout,
+                    schedule_key, slot, lock_key)
+FROM STDIN;
+
 -- name: claim_jobs
 -- The ready jobs are read one priority at a time, highest first (onthedot_queue_priorities,
 -- migration 0005), each an index range on (queue, priority, run_at) that ends at the first
