@@ -45,8 +45,10 @@ class PostgresDialect(Dialect):
     def flag(self, value: bool) -> bool:
         return value
 
-    def run(self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool = False) -> Any:
-        return conn.execute(sql.encode(), params, prepare=prepare or None)
+    def run(
+        self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
+    ) -> Any:
+        return conn.execute(sql.encode(), params, prepare=prepare)
 
     def batch(
         self, conn: Conn, name: str, rows: Sequence[Mapping[str, Any]], shared: Mapping[str, Any]

@@ -96,7 +96,9 @@ class SqlBase(ABC):
         (None: the database's)."""
         return now if now is not None else self.clock.fixed_now()
 
-    def _run(self, conn: Conn, name: str, params: Mapping[str, Any], prepare: bool = False) -> Any:
+    def _run(
+        self, conn: Conn, name: str, params: Mapping[str, Any], prepare: bool | None = None
+    ) -> Any:
         return self.d.run(conn, self.d.q[name], params, prepare)
 
     def _one(self, conn: Conn, name: str, params: Mapping[str, Any]) -> Row | None:

@@ -62,8 +62,11 @@ class Dialect(ABC):
         """A boolean parameter."""
 
     @abstractmethod
-    def run(self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool = False) -> Any:
-        """Execute one statement; return the cursor."""
+    def run(
+        self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
+    ) -> Any:
+        """Execute one statement; return the cursor. `prepare` (PostgreSQL): True at once,
+        False never, None after a few runs (psycopg's default)."""
 
     @abstractmethod
     def batch(

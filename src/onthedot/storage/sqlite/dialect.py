@@ -46,7 +46,9 @@ class SqliteDialect(Dialect):
     def flag(self, value: bool) -> int:
         return int(value)
 
-    def run(self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool = False) -> Any:
+    def run(
+        self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
+    ) -> Any:
         return conn.execute(sql, params)
 
     def batch(
