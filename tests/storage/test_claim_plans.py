@@ -4,7 +4,7 @@ statistics of that moment; made on an empty table (a new install, a pruned table
 scans the whole table on every claim until the next ANALYZE: 141 ms a claim over 200k finished
 jobs, ~100 ms a claim and a next-ready lookup over 200k delayed ones, against 1-5 ms planned
 afresh (bench/NOTES.md). So the claims and the next-ready lookup are never prepared, and the
-priorities function plans its lookups on each call (migration 0006)."""
+priorities function runs without sequential scans (migration 0006)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_plans_made_on_an_empty_table_do_not_outlive_it(
     """The session that ran the claims on an empty table (and so made and kept whatever plans
     it keeps) claims and looks up the next ready job in a few pages once 100k delayed jobs
     arrived with no ANALYZE since: the function listing a queue's priorities
-    (onthedot_queue_priorities) plans its lookups on each call (migration 0006). With the
+    (onthedot_queue_priorities) runs without sequential scans (migration 0006). With the
     plans it kept before, both statements read ~3,600 pages (the whole table)."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE onthedot_jobs")
