@@ -8,28 +8,14 @@ priorities function runs without sequential scans (migration 0006)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import psycopg
-import pytest
 
-from onthedot.storage import open_storage
 from onthedot.storage.postgres.storage import PostgresStorage
 from onthedot.storage.sqlfile import load_queries
 from tests.storage.contract.conftest import at, new_job
-from tests.storage.test_delayed_jobs import MOST_PAGES, claim_params
+from tests.storage.test_delayed_jobs import MOST_PAGES, claim_params, pages_on
 
 Q = load_queries("postgres")
-
-
-@pytest.fixture
-def one_connection(pg_url: str) -> Iterator[PostgresStorage]:
-    storage = open_storage(pg_url, pool_size=1)
-    assert isinstance(storage, PostgresStorage)
-    storage.migrate()
-    yield storage
-    storage.close()
 
 
 def test_no_claim_keeps_a_plan_made_on_an_empty_table(
@@ -47,14 +33,6 @@ def test_no_claim_keeps_a_plan_made_on_an_empty_table(
         prepared = [row[0] for row in conn.execute("SELECT statement FROM pg_prepared_statements")]
     assert prepared, "the other hot statements (the enqueue) stay prepared"
     assert not [text for text in prepared if "SET state = 'running'" in text], prepared
-
-
-def pages(conn: psycopg.Connection[Any], query: str, params: dict[str, Any]) -> int:
-    row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}", params).fetchone()
-    conn.rollback()
-    assert row is not None
-    top = row[0][0]["Plan"]
-    return int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
 
 
 def test_plans_made_on_an_empty_table_do_not_outlive_it(
@@ -83,8 +61,9 @@ def test_plans_made_on_an_empty_table_do_not_outlive_it(
     with s._read() as conn:  # the pool's only connection, whose plans were made above
         conn.autocommit = False
         try:
-            claim = pages(conn, Q["claim_jobs"], claim_params(10))
-            lookup = pages(conn, Q["seconds_until_ready"], {"queues": ["default"], "now": at(20)})
+            claim = pages_on(conn, Q["claim_jobs"], claim_params(10))
+            lookup_params = {"queues": ["default"], "now": at(20)}
+            lookup = pages_on(conn, Q["seconds_until_ready"], lookup_params)
         finally:
             conn.autocommit = True
     assert claim <= MOST_PAGES and lookup <= MOST_PAGES, (claim, lookup)

@@ -48,8 +48,13 @@ def load_delayed(url: str) -> None:
 def pages(url: str, query: str, params: dict[str, Any]) -> int:
     """Shared pages (hit or read) the statement touched, run and rolled back."""
     with psycopg.connect(url) as conn:
-        row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}", params).fetchone()
-        conn.rollback()
+        return pages_on(conn, query, params)
+
+
+def pages_on(conn: psycopg.Connection[Any], query: str, params: dict[str, Any]) -> int:
+    """`pages` on a given connection (in a transaction, rolled back)."""
+    row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}", params).fetchone()
+    conn.rollback()
     assert row is not None
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
     top = plan[0]["Plan"]
