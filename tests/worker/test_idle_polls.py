@@ -6,6 +6,7 @@ The storage is the real one; its claim and look-up verbs are wrapped to count th
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -48,3 +49,37 @@ def test_an_idle_worker_looks_once_per_poll_and_claims_nothing(app: App) -> None
         assert claims <= 8, (looks, dict(calls))
         job_id = echo.enqueue(7)  # a wake-up still claims at once
         assert wait_state(app, job_id, JobState.SUCCEEDED).result == 7
+
+
+def test_an_announced_job_is_claimed_without_a_solo_look_first(app: App) -> None:
+    """The look for solo jobs (once a second at most) belongs to the idle worker's quiet
+    moments: a job announced after a second of idleness is claimed at once. Before, that claim
+    first made the solo look, one more statement on the path of every job of a quiet queue."""
+
+    @app.job(name="idle.announced")
+    def announced(x: int) -> int:
+        return x
+
+    calls: list[str] = []
+    counter: Counter[str] = Counter()
+    _count(app, counter, "claim_jobs", "claim_alone")
+    for name in ("claim_jobs", "claim_alone"):
+        counted: Callable[..., Any] = getattr(app.storage, name)
+
+        def recorded(
+            *args: Any, _real: Callable[..., Any] = counted, _name: str = name, **kwargs: Any
+        ) -> Any:
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        setattr(app.storage, name, recorded)
+    with running(app, poll_interval=5.0):
+        wait_for(lambda: counter["claim_alone"] >= 1, "the first solo look", 30)
+        time.sleep(1.5)  # more than a second since that look: the old claim path looked again
+        for round_ in range(2):
+            calls.clear()
+            job_id = announced.enqueue(round_)
+            assert wait_state(app, job_id, JobState.SUCCEEDED).result == round_
+            assert "claim_jobs" in calls
+            assert calls[: calls.index("claim_jobs")].count("claim_alone") == 0, calls
+            time.sleep(1.2)

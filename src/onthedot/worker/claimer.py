@@ -64,6 +64,10 @@ class Claimer:
     QUIET = 0.02
     BUSY_LOCK_RECHECK = 0.25  # a ready job whose lock key is held: how often to look again
     ALONE_EVERY = 1.0  # how often an idle worker looks for a solo job
+    # A claim woken by an announcement leaves the solo look to the quiet moment after it (the
+    # idle lookup), unless none was made for this long: a worker fed a steady stream of
+    # announced jobs still looks, off the path of all but one job in this many seconds.
+    ALONE_DEFER = 30.0
 
     def __init__(
         self,
@@ -93,6 +97,7 @@ class Claimer:
         self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
         self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
         self._alone_at = 0.0  # monotonic: the last look for a solo job
+        self._announced = False  # the last idle wait ended with a wake-up (a job announced)
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -167,12 +172,14 @@ class Claimer:
         quiet = min(timeout, self.QUIET)
         if due is not None:
             quiet = min(quiet, due - now)
-        if self.wakeup.wait(quiet):
+        if self._wait(quiet):
             return True
         if due is not None and time.monotonic() >= due:
             return True  # claim the job the previous lookup announced
         if quiet >= timeout:
             return True  # no time left for a lookup: the claim is the poll
+        if self.claim_alone():
+            return True  # a solo job, now running alone: the claim loop waits for room
         timeout -= quiet
         self._ready_at = None
         queues = self.paused.active(self.options.queues)
@@ -184,9 +191,14 @@ class Claimer:
                     return True
                 self._ready_at = time.monotonic() + ready_in
                 timeout = min(timeout, ready_in)
-        if self.wakeup.wait(timeout):
+        if self._wait(timeout):
             return True
         return self._ready_at is not None and time.monotonic() >= self._ready_at
+
+    def _wait(self, timeout: float) -> bool:
+        """Sleep on the wake-up; whether a job was announced."""
+        self._announced = self.wakeup.wait(timeout)
+        return self._announced
 
     def names(self) -> Sequence[str] | None:
         """The job names this worker claims (rebuilt when a job is registered)."""
@@ -199,10 +211,15 @@ class Claimer:
     def claim_alone(self) -> bool:
         """A worker holding nothing first looks for a solo job (one lost beside others when a
         worker died, domain.rescue) and runs it alone; at most once a second unless the last
-        look found one (every time in burst mode, which must not exit while one waits)."""
+        look found one (every time in burst mode, which must not exit while one waits).
+        A claim right after an announcement defers the look (up to `ALONE_DEFER`) to the
+        quiet moment that follows, so an announced job's start never waits for it."""
         opts = self.options
         now = time.monotonic()
+        announced, self._announced = self._announced, False
         if not opts.burst and now - self._alone_at < self.ALONE_EVERY:
+            return False
+        if announced and not opts.burst and now - self._alone_at < self.ALONE_DEFER:
             return False
         if not self.pipeline.empty():
             return False
