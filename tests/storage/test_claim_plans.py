@@ -3,8 +3,9 @@ statement, or a PL/pgSQL function's query, may keep after five runs a generic pl
 statistics of that moment; made on an empty table (a new install, a pruned table) such a plan
 scans the whole table on every claim until the next ANALYZE: 141 ms a claim over 200k finished
 jobs, ~100 ms a claim and a next-ready lookup over 200k delayed ones, against 1-5 ms planned
-afresh (bench/NOTES.md). So the claims and the next-ready lookup are never prepared, and the
-priorities function runs without sequential scans (migration 0006)."""
+afresh (bench/NOTES.md). So the claim of jobs is a function whose generic plan is made without
+sequential scans (migration 0007), the priorities function runs without them too (migration
+0006), and the solo claim and the next-ready lookup are never prepared."""
 
 from __future__ import annotations
 
@@ -18,21 +19,49 @@ from tests.storage.test_delayed_jobs import MOST_PAGES, claim_params, pages_on
 Q = load_queries("postgres")
 
 
-def test_no_claim_keeps_a_plan_made_on_an_empty_table(
+def _claims_on_an_empty_table(s: PostgresStorage, pg_url: str) -> None:
+    """Claims (and the lookups of an idle worker) on a table whose statistics say empty:
+    past the five runs after which a plan may turn generic, with whatever plans they keep."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE onthedot_jobs")
+    for i in range(12):
+        s.at(at(i)).enqueue([new_job("j")])
+        assert len(s.at(at(i)).claim_jobs("w", "default", 4, 30)) == 1
+        assert s.at(at(i)).claim_alone("w", "default", 30) is None
+        assert s.at(at(i)).seconds_until_ready(["default"]) is None
+
+
+def _claim_pages(s: PostgresStorage) -> int:
+    """Pages a claim of 10 reads on the pool's only connection, the one whose plans were made
+    above (one job is due, and whatever the test enqueued before)."""
+    s.at(at(20)).enqueue([new_job("due")])
+    with s._read() as conn:
+        conn.autocommit = False
+        try:
+            return pages_on(conn, Q["claim_jobs"], {**claim_params(10), "now": at(30)})
+        finally:
+            conn.autocommit = True
+
+
+def test_a_claim_planned_on_an_empty_table_stays_cheap_over_finished_jobs(
     one_connection: PostgresStorage, pg_url: str
 ) -> None:
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE onthedot_jobs")  # statistics: an empty table
+    """200k finished jobs arrive with no ANALYZE since: the claim still reads a few pages (a
+    plan kept from the empty table, a sequential scan of the jobs table, read them all)."""
     s = one_connection
-    for i in range(12):  # past the five runs after which a prepared plan may turn generic
-        s.at(at(i)).enqueue([new_job("j")])
-        claimed = s.at(at(i)).claim_jobs("w", "default", 4, 30)
-        assert len(claimed) == 1
-        assert s.at(at(i)).claim_alone("w", "default", 30) is None
-    with s._read() as conn:  # the pool's only connection: the one that ran the claims
+    _claims_on_an_empty_table(s, pg_url)
+    with s._read() as conn:
         prepared = [row[0] for row in conn.execute("SELECT statement FROM pg_prepared_statements")]
     assert prepared, "the other hot statements (the enqueue) stay prepared"
+    # The solo claim is a statement, never prepared; the claim of jobs calls its function.
     assert not [text for text in prepared if "SET state = 'running'" in text], prepared
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO onthedot_jobs (name, queue, state, run_at, created_at, finished_at)"
+            " SELECT 'done', 'default', 'succeeded', %s, %s, %s FROM generate_series(1, 200000)",
+            (at(0), at(0), at(1)),
+        )
+    assert _claim_pages(s) <= MOST_PAGES
 
 
 def test_plans_made_on_an_empty_table_do_not_outlive_it(
@@ -43,13 +72,8 @@ def test_plans_made_on_an_empty_table_do_not_outlive_it(
     arrived with no ANALYZE since: the function listing a queue's priorities
     (onthedot_queue_priorities) runs without sequential scans (migration 0006). With the
     plans it kept before, both statements read ~3,600 pages (the whole table)."""
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE onthedot_jobs")
     s = one_connection
-    for i in range(12):
-        s.at(at(i)).enqueue([new_job("j")])
-        assert len(s.at(at(i)).claim_jobs("w", "default", 4, 30)) == 1
-        assert s.at(at(i)).seconds_until_ready(["default"]) is None
+    _claims_on_an_empty_table(s, pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # no ANALYZE after it
         conn.execute(
             "INSERT INTO onthedot_jobs (name, queue, run_at, created_at)"
@@ -57,13 +81,40 @@ def test_plans_made_on_an_empty_table_do_not_outlive_it(
             " FROM generate_series(1, 100000) AS g",
             (at(86_400), at(0)),
         )
-    s.at(at(20)).enqueue([new_job("due")])
-    with s._read() as conn:  # the pool's only connection, whose plans were made above
+    claim = _claim_pages(s)
+    with s._read() as conn:
         conn.autocommit = False
         try:
-            claim = pages_on(conn, Q["claim_jobs"], claim_params(10))
             lookup_params = {"queues": ["default"], "now": at(20)}
             lookup = pages_on(conn, Q["seconds_until_ready"], lookup_params)
         finally:
             conn.autocommit = True
     assert claim <= MOST_PAGES and lookup <= MOST_PAGES, (claim, lookup)
+
+
+def test_the_lock_checks_planned_on_an_empty_table_probe_their_indexes(
+    one_connection: PostgresStorage, pg_url: str
+) -> None:
+    """A due job with a lock key is checked against the running jobs' keys and the queued
+    jobs of its key by one index probe each, whatever the claim's plan was made on: here 20k
+    running jobs hold lock keys and 100k finished jobs come first in id order, with no ANALYZE
+    since the claims on an empty table. (Written as a hash of every running key, or a walk of
+    the primary key for the first queued job of the key, the check reads hundreds of pages.)"""
+    s = one_connection
+    _claims_on_an_empty_table(s, pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO onthedot_jobs (name, queue, state, run_at, created_at, finished_at)"
+            " SELECT 'done', 'default', 'succeeded', %s, %s, %s FROM generate_series(1, 100000)",
+            (at(0), at(0), at(1)),
+        )
+        conn.execute(
+            "INSERT INTO onthedot_jobs (name, queue, state, lock_key, run_at, created_at,"
+            " started_at, lease_until) SELECT 'held', 'default', 'running', 'held-' || g,"
+            " %s, %s, %s, %s FROM generate_series(1, 20000) AS g",
+            (at(0), at(0), at(1), at(3600)),
+        )
+    s.at(at(20)).enqueue([new_job("locked", lock_key="free"), new_job("locked", lock_key="free")])
+    assert _claim_pages(s) <= MOST_PAGES
+    claimed = s.at(at(21)).claim_jobs("w", "default", 10, 30)
+    assert sorted(j.name for j in claimed) == ["due", "locked"]  # one job per lock key

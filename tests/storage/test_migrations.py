@@ -245,10 +245,11 @@ def test_queue_counts_are_filled_from_jobs_made_before_them(
         monkeypatch.setattr(module, "load_migrations", up_to_3)
     assert bare.migrate() == [1, 2, 3]  # the schema before the job counts
     if db_url.startswith("postgresql"):
-        # The claim below is this version's, which reads priorities through migration 5's
-        # function; it replaces itself when migration 5 runs.
+        # The claim below is this version's: migration 7's function, which reads priorities
+        # through migration 5's; each replaces itself when its migration runs.
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute(load_migrations("postgres")[4][2])
+            conn.execute(load_migrations("postgres")[6][2])
     s = bare.at(T0)
     s.enqueue([new_job("a", queue="q1") for _ in range(5)] + [new_job("b", run_at=at(60))])
     s.enqueue([new_job("c", queue="q2")])

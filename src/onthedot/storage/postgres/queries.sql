@@ -37,38 +37,18 @@ COPY onthedot_jobs (id, name, queue, priority, args, kwargs, max_attempts, timeo
 FROM STDIN;
 
 -- name: claim_jobs
--- The ready jobs are read one priority at a time, highest first (onthedot_queue_priorities,
--- migration 0005), each an index range on (queue, priority, run_at) that ends at the first
--- job not yet due: delayed jobs in the queue are never walked past, however many there are.
-UPDATE onthedot_jobs j
-SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
-    started_at = COALESCE(%(now)s::timestamptz, now()),
-    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    charged = %(charge)s, began = %(charge)s
-WHERE j.id IN (
-    SELECT c.id FROM onthedot_queue_priorities(%(queue)s) AS prio(priority), LATERAL (
-        SELECT q.id FROM onthedot_jobs q
-        WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.priority = prio.priority
-          AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
-          AND (NOT %(shared)s OR NOT q.solo)
-          AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
-          AND (q.lock_key IS NULL OR (
-              NOT EXISTS (SELECT 1 FROM onthedot_jobs r
-                          WHERE r.lock_key = q.lock_key AND r.state = 'running')
-              AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
-                          WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
-        ORDER BY q.run_at, q.id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED) c
-    -- The priorities come highest first and each LATERAL runs only while the LIMIT still
-    -- wants rows: the jobs taken (and locked) are the first in claim order.
-    LIMIT %(limit)s)
--- Arguments as text, decoded by the caller (json.loads on a str costs a fraction of the jsonb
--- loader); run_at as epoch seconds, for the claim order only (cheaper than a datetime).
--- max_attempts + lost: an execution lost uncharged (domain.rescue) extends the allowance.
-RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
-          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
-          date_part('epoch', j.run_at), j.unique_key;
+-- The claim is onthedot_claim_jobs (migration 0007): its plan is made once per session, with
+-- no sequential scan, so it is right however the table grew since. The ready jobs are read one
+-- priority at a time, highest first (onthedot_queue_priorities, migration 0005), each an
+-- index range on (queue, priority, run_at) that ends at the first job not yet due: delayed
+-- jobs in the queue are never walked past, however many there are. Returned: arguments as
+-- text, decoded by the caller (json.loads on a str costs a fraction of the jsonb loader);
+-- run_at as epoch seconds, for the claim order only (cheaper than a datetime);
+-- max_attempts + lost (an execution lost uncharged, domain.rescue, extends the allowance).
+SELECT * FROM onthedot_claim_jobs(
+    %(worker_id)s::text, %(now)s::timestamptz, %(lease)s::float8, %(charge)s::boolean,
+    %(queue)s::text, %(shared)s::boolean, %(any_name)s::boolean, %(names)s::text[],
+    %(limit)s::integer);
 
 -- name: claim_alone
 -- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
