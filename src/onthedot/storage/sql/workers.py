@@ -120,6 +120,6 @@ class WorkerVerbs(SqlBase):
 
     def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
         params = {"queues": self.d.array(list(queues)), "now": self.d.now(self._fixed())}
-        with self._read() as conn:  # planned afresh each time, as the claims (sql/jobs.py)
+        with self._read() as conn:  # planned afresh each time, as the solo claim (sql/jobs.py)
             row = self._run(conn, "seconds_until_ready", params, prepare=False).fetchone()
         return None if row is None or row[0] is None else float(row[0])
