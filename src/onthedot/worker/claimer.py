@@ -217,9 +217,8 @@ class Claimer:
         opts = self.options
         now = time.monotonic()
         announced, self._announced = self._announced, False
-        if not opts.burst and now - self._alone_at < self.ALONE_EVERY:
-            return False
-        if announced and not opts.burst and now - self._alone_at < self.ALONE_DEFER:
+        every = self.ALONE_DEFER if announced else self.ALONE_EVERY
+        if not opts.burst and now - self._alone_at < every:
             return False
         if not self.pipeline.empty():
             return False

@@ -61,7 +61,7 @@ class JobVerbs(SqlBase):
             "shared": self.d.flag(shared),
             "charge": self.d.flag(not shared),
         }
-        return self._claim("claim_jobs", params)
+        return self._claim("claim_jobs", params, prepare=None)
 
     def claim_alone(
         self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
@@ -73,7 +73,7 @@ class JobVerbs(SqlBase):
             "lease": lease,
             "now": self.d.now(self._fixed()),
         }
-        jobs = self._claim("claim_alone", params)
+        jobs = self._claim("claim_alone", params, prepare=False)
         return jobs[0] if jobs else None
 
     def _names(self, names: Sequence[str] | None) -> dict[str, Any]:
@@ -82,14 +82,16 @@ class JobVerbs(SqlBase):
             "names": self.d.array(list(names or ())),
         }
 
-    def _claim(self, statement: str, params: dict[str, Any]) -> list[ClaimedJob]:
-        # The claim of jobs is a function on PostgreSQL (migration 0007) whose own plan is made
-        # to be right whatever the statistics; its call may be prepared. The solo claim, made
-        # at most once a second, is never prepared: PostgreSQL would keep, after five runs, a
-        # generic plan made with the statistics of that moment, and made while the jobs table
-        # looked empty (a new install, a pruned table) that plan seq-scans the table on every
-        # claim: 141 ms a claim over 200k finished jobs until the next ANALYZE.
-        prepare = None if statement == "claim_jobs" else False
+    def _claim(
+        self, statement: str, params: dict[str, Any], *, prepare: bool | None
+    ) -> list[ClaimedJob]:
+        # `prepare`: the claim of jobs is a function on PostgreSQL (migration 0007) whose own
+        # plan is made to be right whatever the statistics, so its call may be prepared (None,
+        # psycopg's default). The solo claim, made at most once a second, is never prepared
+        # (False): PostgreSQL would keep, after five runs, a generic plan made with the
+        # statistics of that moment, and made while the jobs table looked empty (a new
+        # install, a pruned table) that plan seq-scans the table on every claim: 141 ms a
+        # claim over 200k finished jobs until the next ANALYZE.
         rows: list[Row] = []
         for attempt in range(3):
             try:
