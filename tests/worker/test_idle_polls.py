@@ -18,7 +18,8 @@ from tests.worker.test_worker import running, wait_state
 POLL = 0.05
 
 
-def _count(app: App, calls: Counter[str], *names: str) -> None:
+def _count(app: App, calls: Counter[str], *names: str, order: list[str] | None = None) -> None:
+    """Count each verb's calls in `calls`; with `order`, also append their names in order."""
     storage = app.storage
     for name in names:
         real: Callable[..., Any] = getattr(storage, name)
@@ -27,6 +28,8 @@ def _count(app: App, calls: Counter[str], *names: str) -> None:
             *args: Any, _real: Callable[..., Any] = real, _name: str = name, **kwargs: Any
         ) -> Any:
             calls[_name] += 1
+            if order is not None:
+                order.append(_name)
             return _real(*args, **kwargs)
 
         setattr(storage, name, wrapper)
@@ -62,17 +65,7 @@ def test_an_announced_job_is_claimed_without_a_solo_look_first(app: App) -> None
 
     calls: list[str] = []
     counter: Counter[str] = Counter()
-    _count(app, counter, "claim_jobs", "claim_alone")
-    for name in ("claim_jobs", "claim_alone"):
-        counted: Callable[..., Any] = getattr(app.storage, name)
-
-        def recorded(
-            *args: Any, _real: Callable[..., Any] = counted, _name: str = name, **kwargs: Any
-        ) -> Any:
-            calls.append(_name)
-            return _real(*args, **kwargs)
-
-        setattr(app.storage, name, recorded)
+    _count(app, counter, "claim_jobs", "claim_alone", order=calls)
     with running(app, poll_interval=5.0):
         wait_for(lambda: counter["claim_alone"] >= 1, "the first solo look", 30)
         time.sleep(1.5)  # more than a second since that look: the old claim path looked again
