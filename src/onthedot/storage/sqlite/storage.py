@@ -84,7 +84,7 @@ class SqliteStorage(SqlStorage):
                 check_same_thread=False,
             )
             if not self.memory:
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._wal(conn)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
@@ -92,6 +92,21 @@ class SqliteStorage(SqlStorage):
         with self._all_lock:
             self._all.append(conn)
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL mode (a no-op once it is). Connections opening a new file at
+        the same moment can make the switch fail at once with "database is locked": SQLite
+        does not wait on the busy timeout there (two connections each holding the lock the
+        other needs). Retried until the busy timeout has passed."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.001, 0.01))
 
     def _raw(self) -> sqlite3.Connection:
         if self.memory:
