@@ -63,12 +63,6 @@ class Db:
             self._conn = self._connect()
             return list(self._conn.execute(sql, params).fetchall())
 
-    def unfinished(self) -> int:
-        """Jobs queued or running, counted in one statement: two counts, one per state, can
-        both miss a job that moves between them (a lost job rescued from running to queued)."""
-        rows = self.rows("SELECT count(*) FROM onthedot_jobs WHERE state IN ('queued', 'running')")
-        return int(rows[0][0])
-
     def close(self) -> None:
         self._conn.close()
 
@@ -176,7 +170,8 @@ def check_schedule(
 
 
 def unfinished(db: Db) -> int:
-    """Jobs still queued or running."""
+    """Jobs still queued or running, counted in one statement: two counts, one per state, can
+    both miss a job that moves between them (a lost job rescued from running to queued)."""
     rows = db.rows("SELECT count(*) FROM onthedot_jobs WHERE state IN ('queued', 'running')")
     return int(rows[0][0])
 

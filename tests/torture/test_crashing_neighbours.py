@@ -18,7 +18,7 @@ import pytest
 
 from onthedot import JobState
 from tests.torture.chaos_app import make_app
-from tests.torture.checker import Db
+from tests.torture.checker import Db, unfinished
 from tests.torture.harness import ChaosLog, Fleet, wait_for
 
 INNOCENT = 20
@@ -50,7 +50,7 @@ def test_a_crashing_job_fails_alone(
                     proc = fleet.start("-c", str(concurrency), "--no-scheduler")
                 # One statement: counted per state, the poison job rescued from running back to
                 # queued between the two counts was missed by both, and the test ended early.
-                return watch.unfinished() == 0
+                return unfinished(watch) == 0
 
             wait_for(all_final, "every job to be final", 150)
             fleet.stop_all()

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from onthedot import JobFilter, JobState
+from onthedot import JobState
 from onthedot.web import asgi
 from tests.torture import clitools
 from tests.torture.chaos_app import make_app
+from tests.torture.checker import Db, unfinished
 from tests.torture.harness import ChaosLog, Fleet, wait_for
 from tests.web.helpers import TestClient
 
@@ -68,13 +69,11 @@ def test_jobs_of_a_new_type_wait_for_a_worker_that_knows_them(
 
         new = fleet.start("--no-scheduler")
         fleet.wait_started(new)
-        wait_for(
-            lambda: (
-                client.storage.count_jobs(JobFilter(state=JobState.QUEUED)) == 0
-                and client.storage.count_jobs(JobFilter(state=JobState.RUNNING)) == 0
-            ),
-            "every newjob to be final",
-        )
+        watch = Db(db_url)
+        try:
+            wait_for(lambda: unfinished(watch) == 0, "every newjob to be final")
+        finally:
+            watch.close()
         jobs = [client.get_job(i) for i in ids]
         bad = [j for j in jobs if j.state is not JobState.SUCCEEDED or j.attempts != 1]
         record_result.update(failed=sum(j.state is JobState.FAILED for j in jobs), bad=len(bad))
