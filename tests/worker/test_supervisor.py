@@ -107,6 +107,32 @@ def test_sigterm_to_the_supervisor_drains_every_child(
     assert "2 process(es) stopped (signal SIGTERM); 2 job(s) finished" in log.read_text()
 
 
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_sigterm_while_the_children_start_is_a_clean_stop(
+    app: App, pg_url: str, tmp_path: Path
+) -> None:
+    """SIGTERM reaching a child still importing (its handlers not installed yet) kills it
+    with the signal's default action; it held no job, so the stop is clean: exit 0. Before,
+    the supervisor exited 143 (128 + SIGTERM), seen in CI on a slow machine."""
+    proc, log = supervisor(pg_url, tmp_path, "--processes", "2")
+    waiting.wait_for(lambda: len(_children(proc.pid)) == 2, "two children spawned", 30)
+    proc.send_signal(signal.SIGTERM)  # the children are still starting Python
+    assert proc.wait(60) == 0, log.read_text()
+    assert "event=worker_started" not in log.read_text()  # it did hit them while starting
+    assert worker_pids(pg_url) == set()
+
+
 def test_a_burst_on_empty_queues_starts_no_process(app: App, pg_url: str, tmp_path: Path) -> None:
     app.jobs["nap.nap"].enqueue(0.01)  # ready, on a queue not given
     app.jobs["nap.nap"].enqueue(0.01, queue="paused")

@@ -13,7 +13,9 @@ several schedulers safe), and then only watches them:
   so a terminal's Ctrl-C reaches them once, through the supervisor; they get SIGKILL if the
   supervisor itself is killed (Linux);
 - a child that exits 0 is done (a burst child found the queues empty, or it was told to stop);
-  the supervisor returns when every child is done.
+  the supervisor returns when every child is done. A child killed by the very signal the
+  supervisor forwarded is done too, and counts as a clean stop: it was still starting (its
+  own handlers, installed before its first claim, were not in place yet), so it held no job.
 
 Each child writes `reason<TAB>jobs finished` to the pipe named by `$ONTHEDOT_SUPERVISOR_FD` as
 it exits, so the supervisor can report the total.
@@ -79,6 +81,7 @@ class Supervisor:
     slots: list[Slot] = field(default_factory=list)
     restarts: int = 0
     _signals: list[int] = field(default_factory=list)
+    _forwarded: set[int] = field(default_factory=set)  # the signals passed on to the children
     _stopping: bool = False
 
     def run(self) -> Summary:
@@ -148,7 +151,8 @@ class Supervisor:
                 continue
             slot.reaped()
             if code == 0 or stopping:
-                slot.done, slot.code = True, _exit_status(code)
+                slot.done = True
+                slot.code = 0 if -code in self._forwarded else _exit_status(code)
                 continue
             self._failed(slot, code, now)
 
@@ -183,6 +187,7 @@ class Supervisor:
         while self._signals:
             signum = self._signals.pop(0)
             self._stopping = True
+            self._forwarded.add(signum)
             log.info(
                 "signal %s: forwarded to %d worker process(es)",
                 signal.Signals(signum).name,
