@@ -82,6 +82,7 @@ class Supervisor:
     restarts: int = 0
     _signals: list[int] = field(default_factory=list)
     _forwarded: set[int] = field(default_factory=set)  # the signals passed on to the children
+    _unreported: list[str] = field(default_factory=list)  # why children that could not say stopped
     _stopping: bool = False
 
     def run(self) -> Summary:
@@ -113,7 +114,7 @@ class Supervisor:
                 signal.signal(sig, handler)
             os.close(write_fd)
             os.close(read_fd)
-        jobs, reasons = 0, []
+        jobs, reasons = 0, list(self._unreported)
         for line in reports:
             reason, _, count = line.rpartition("\t")
             reasons.append(reason)
@@ -151,8 +152,10 @@ class Supervisor:
                 continue
             slot.reaped()
             if code == 0 or stopping:
-                slot.done = True
-                slot.code = 0 if -code in self._forwarded else _exit_status(code)
+                slot.done, slot.code = True, _exit_status(code)
+                if -code in self._forwarded:  # still starting: it held no job
+                    slot.code = 0
+                    self._unreported.append(f"signal {signal.Signals(-code).name} while starting")
                 continue
             self._failed(slot, code, now)
 
