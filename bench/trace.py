@@ -87,7 +87,6 @@ def onthedot_worker(port: int, out: str) -> None:
         setattr(owner, name, wrapper)
 
     around(claimer.Claimer, "_wait", "", "wake")  # marked only when woken by an announcement
-    around(claimer.Claimer, "claim", "claim", "claimed")
     around(
         sql_jobs.JobVerbs, "_run", "sent", "answered", lambda _s, _c, name, *a: name == "claim_jobs"
     )
@@ -148,36 +147,25 @@ def _split(
     rows = []
     for t0, t1, seen in produced:
         job = _last(m["job"], seen)
-        if system == "floor":
-            answered = _last(m["answered"], job)
-            sent = _last(m["sent"], answered)
-            wake = _last(m["wake"], sent)
-            parts = {
-                "enqueue call": t1 - t0,
-                "enqueue -> worker woken": wake - t0,
-                "woken -> claim sent": sent - wake,
-                "claim statement": answered - sent,
-                "claimed -> job running": job - answered,
-            }
-        else:
-            run = _last(m["run"], job)
-            answered = _last(m["answered"], run)
-            sent = _last(m["sent"], answered)
-            claim = _last(m["claim"], sent)
-            wake = _last(m["wake"], claim)
+        # onthedot's claim is answered before its executor runs the job; the floor runs it inline
+        run = job if system == "floor" else _last(m["run"], job)
+        answered = _last(m["answered"], run)
+        sent = _last(m["sent"], answered)
+        wake = _last(m["wake"], sent)
+        parts = {
+            "enqueue call": t1 - t0,
+            "enqueue -> worker woken": wake - t0,
+            "woken -> claim sent": sent - wake,
+            "claim statement": answered - sent,
+            "claimed -> job running": job - answered,
+        }
+        if system != "floor":
             decode = _last(m["decode"], run)
             decoded = _last(m["decoded"], run)
-            parts = {
-                "enqueue call": t1 - t0,
-                "enqueue -> worker woken": wake - t0,
-                "woken -> claim sent": sent - wake,
-                "claim statement": answered - sent,
-                "claimed -> job running": job - answered,
-                "  rows fetched, connection back": decode - answered,
-                "  decoded": decoded - decode,
-                "  buffered, executor woken": run - decoded,
-                "  executor -> job function": job - run,
-            }
+            parts["  rows fetched, connection back"] = decode - answered
+            parts["  decoded"] = decoded - decode
+            parts["  buffered, executor woken"] = run - decoded
+            parts["  executor -> job function"] = job - run
         parts["job running -> producer"] = seen - job
         parts["total"] = seen - t0
         rows.append(parts)
