@@ -38,6 +38,11 @@ Q = _D.q
 _BUSY_RETRY_SECONDS = 60.0
 
 
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's "database is locked" / "database is busy": worth trying again."""
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class SqliteStorage(SqlStorage):
     backend = "sqlite"
     d = _D
@@ -84,7 +89,11 @@ class SqliteStorage(SqlStorage):
                 check_same_thread=False,
             )
             if not self.memory:
-                self._wal(conn)
+                # Connections opening a new file at the same moment can make the switch to WAL
+                # fail at once with "database is locked" (SQLite returns it there without
+                # waiting on the busy timeout: 13-14 of 200 starts of 5 threads,
+                # tests/storage/test_migrations.py): retried as a write's BEGIN is.
+                self._until_unlocked(conn, "PRAGMA journal_mode=WAL", self.busy_timeout)
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
@@ -92,21 +101,6 @@ class SqliteStorage(SqlStorage):
         with self._all_lock:
             self._all.append(conn)
         return conn
-
-    def _wal(self, conn: sqlite3.Connection) -> None:
-        """Switch the file to WAL mode (a no-op once it is). Connections opening a new file at
-        the same moment can make the switch fail at once with "database is locked" (SQLite
-        returns it there without waiting on the busy timeout: 13-14 of 200 starts of 5
-        threads, tests/storage/test_migrations.py). Retried until the busy timeout passed."""
-        deadline = time.monotonic() + self.busy_timeout
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(random.uniform(0.001, 0.01))
 
     def _raw(self) -> sqlite3.Connection:
         if self.memory:
@@ -169,22 +163,32 @@ class SqliteStorage(SqlStorage):
         )
 
     def _begin(self, conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + _BUSY_RETRY_SECONDS
+        try:
+            self._until_unlocked(conn, "BEGIN IMMEDIATE", _BUSY_RETRY_SECONDS)
+        except sqlite3.OperationalError as exc:
+            if _locked(exc):
+                raise DatabaseUnavailable(
+                    f"SQLite database {self.path!r} stayed locked for "
+                    f"{_BUSY_RETRY_SECONDS:.0f}s: another process holds a long write"
+                ) from exc
+            raise DatabaseUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
+
+    @staticmethod
+    def _until_unlocked(conn: sqlite3.Connection, sql: str, seconds: float) -> None:
+        """Run `sql`, again after a short, growing pause while SQLite says the database is
+        locked or busy, for up to `seconds`; the error is raised when that time is up, and at
+        once if it is another."""
+        deadline = time.monotonic() + seconds
         delay = 0.005
         while True:
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(sql)
                 return
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise DatabaseUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
-                if time.monotonic() > deadline:
-                    raise DatabaseUnavailable(
-                        f"SQLite database {self.path!r} stayed locked for "
-                        f"{_BUSY_RETRY_SECONDS:.0f}s: another process holds a long write"
-                    ) from exc
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.2)
+                if not _locked(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.2)
 
     def _ensure_schema(self) -> None:
         if self.auto_migrate:
