@@ -6,7 +6,6 @@ Nothing touches the database at import or construction; storage opens on first u
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -246,6 +245,8 @@ class App:
 
     async def await_job(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
         """`wait_for` for async code: polls off the event loop, never blocking it."""
+        import asyncio  # here, not at the top: a running loop has imported it already
+
         limit = _seconds(timeout)
         deadline = time.monotonic() + limit
         pause = 0.005
