@@ -50,6 +50,11 @@ CLAIM = (
     f" WHERE id IN ({PICK}) RETURNING id, name, args"
 )
 ACK = "DELETE FROM floor_jobs WHERE id = ANY(%s)"
+# The latency floor's enqueue: INSERT + NOTIFY in one statement.
+ENQUEUE_NOTIFY = (
+    "WITH ins AS (INSERT INTO floor_jobs (name, args) VALUES ('lat', %s::jsonb) RETURNING id)"
+    " SELECT pg_notify('floor', '') FROM ins"
+)
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
@@ -147,15 +152,11 @@ def latency(p: dict[str, Any]) -> dict[str, Any]:
     """INSERT + NOTIFY in one statement -> a LISTENing consumer claims it: the latency floor."""
     probe = LatencyProbe()
     worker = spawn_worker("floor", p, probe)
-    sql = (
-        "WITH ins AS (INSERT INTO floor_jobs (name, args) VALUES ('lat', %s::jsonb) RETURNING id)"
-        " SELECT pg_notify('floor', '') FROM ins"
-    )
     try:
         with _connect(p["url"]) as conn:
 
             def enqueue(i: int) -> None:
-                conn.execute(sql, (json.dumps([i]),), prepare=True)
+                conn.execute(ENQUEUE_NOTIFY, (json.dumps([i]),), prepare=True)
 
             values = samples(enqueue, probe, p["n"], p.get("warmup", 50))
     finally:
