@@ -49,3 +49,20 @@ def test_reconnect_attempts_pause_at_most_two_seconds() -> None:
     # The pool makes its attempts with the bounded class.
     pool = PostgresStorage("postgresql://127.0.0.1:1/none")._pool
     assert type(pool)._add_connection is not pg.ConnectionPool._add_connection
+
+
+def test_the_private_hooks_of_psycopg_pool_still_exist(pg_url: str) -> None:
+    """pool.py changes psycopg_pool's policy through its private methods and attributes; the
+    version range in pyproject.toml is the one these exist in. If a release renames one, the
+    pool would silently fall back to psycopg_pool's own policy: this test says which is gone."""
+    from psycopg_pool import ConnectionPool
+
+    for method in ("_connect", "_maybe_grow_pool", "_add_connection", "_get_ready_connection"):
+        assert callable(getattr(ConnectionPool, method, None)), f"ConnectionPool.{method} is gone"
+    storage = PostgresStorage(pg_url, min_size=1, max_size=2)
+    storage._ensure_open()
+    try:
+        for attribute in ("_nconns", "_waiting", "_pool"):
+            assert hasattr(storage._pool, attribute), f"ConnectionPool().{attribute} is gone"
+    finally:
+        storage.close()
