@@ -58,22 +58,30 @@ class Context:
     def reader(self) -> App:
         """The app for a command that only reads: a SQLite file that does not exist is never
         created (a read in the wrong folder would otherwise answer from an empty database)."""
-        app = self.app()
+        app = self.with_folder()
         config = app.database
         path = config.file
         if path and not Path(path).exists():
-            folder = Path(path).resolve().parent
-            if not folder.is_dir():
-                raise click.ClickException(
-                    f"no database at {Path(path).resolve()} ({config.display}): folder "
-                    f"{folder} does not exist; pass the right --database or "
-                    "$ONTHEDOT_DATABASE_URL"
-                )
             raise click.ClickException(
                 f"no database at {Path(path).resolve()} ({config.display}): run from your "
                 "project's folder, pass --database or $ONTHEDOT_DATABASE_URL, or create it "
                 "with `onthedot migrate`"
             )
+        return app
+
+    def with_folder(self) -> App:
+        """The app, once the folder of its SQLite file exists: a folder that does not exist is
+        never created, and no wait brings it, so every command (a worker too) stops at once
+        with this one line."""
+        app = self.app()
+        config = app.database
+        if config.file:
+            path = Path(config.file).resolve()
+            if not path.parent.is_dir():
+                raise click.ClickException(
+                    f"no database at {path} ({config.display}): folder {path.parent} does not "
+                    "exist; pass the right --database or $ONTHEDOT_DATABASE_URL"
+                )
         return app
 
     def reader_with_app(self) -> App:

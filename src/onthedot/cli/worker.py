@@ -56,6 +56,7 @@ def worker(
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
     exit_fast_when_done()  # cli/exit.py: no interpreter teardown once the worker returned
     app = ctx.app(required=True)
+    ctx.with_folder()  # a SQLite folder that does not exist: one line, exit 1, never a wait
     report = app.schedules.check()
     if not report.ok:
         click.echo(report.render(), err=True)
