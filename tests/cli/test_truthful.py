@@ -39,3 +39,24 @@ def test_the_storage_calls_a_missing_folder_a_configuration_error(tmp_path: Path
     finally:
         app.close()
     assert not (tmp_path / "absent").exists()
+
+
+# -- --app naming something else than an App ----------------------------------------------------
+def test_app_naming_a_fastapi_object_says_so_and_names_the_apps(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    url = f"sqlite:///{tmp_path}/x.db"
+    for args in (["worker", "--burst"], ["jobs", "list"], ["check"]):
+        result = onthedot(*args, cwd=tmp_path, db_url=url, app="tests.cli.asgi_main:api")
+        assert result.returncode == 2
+        line = error_line(result)
+        # Before: "FastAPI.__call__() missing 3 required positional arguments"
+        assert "__call__" not in line
+        assert "'tests.cli.asgi_main:api' is a FastAPI object" in line, line
+        assert "not an onthedot App" in line
+        assert "has the App(s) jobs (use tests.cli.asgi_main:jobs)" in line
+    missing = onthedot("check", cwd=tmp_path, db_url=url, app="tests.cli.asgi_main")
+    assert "has no attribute 'app'; module 'tests.cli.asgi_main' has the App(s) jobs" in (
+        error_line(missing)
+    )
+    built = onthedot("check", cwd=tmp_path, db_url=url, app="tests.cli.asgi_main:make_jobs")
+    assert built.returncode == 0, built.stderr  # a factory function is still called

@@ -17,8 +17,14 @@ from typing import ParamSpec, TypeVar
 import click
 
 from onthedot.app import App
-from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
+from onthedot.domain.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    OnthedotError,
+    SchemaOutOfDate,
+)
 from onthedot.domain.payload import JsonValue
+from onthedot.loading import app_in
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -130,7 +136,8 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 def load_app(path: str) -> App:
-    """Import `module:attr` (or `module`, taking its `app`) and return the App there."""
+    """Import `module:attr` (or `module`, taking its `app`) and return the App there (see
+    `onthedot.loading`)."""
     module_name, _, attr = path.partition(":")
     attr = attr or "app"
     if not module_name:
@@ -144,16 +151,10 @@ def load_app(path: str) -> App:
             f"cannot import module {module_name!r} named by --app: {exc}; run from the project "
             "folder or fix PYTHONPATH"
         ) from None
-    obj: object = module
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise click.UsageError(f"module {module_name!r} has no attribute {attr!r}")
-    if callable(obj) and not isinstance(obj, App):
-        obj = obj()
-    if not isinstance(obj, App):
-        raise click.UsageError(f"{path!r} is a {type(obj).__name__}, not an onthedot App")
-    return obj
+    try:
+        return app_in(module, attr, path)
+    except ConfigurationError as exc:
+        raise click.UsageError(f"--app {exc}") from None
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
