@@ -5,12 +5,46 @@ and what a worker, `jobs show`, `health` and `schedules explain` report."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from onthedot import App, ConfigurationError
-from tests.cli.test_newuser import error_line, onthedot
+from tests.cli.test_newuser import ONTHEDOT, ROOT, error_line, onthedot
+
+PROJECT_TASKS = """
+from onthedot import App
+
+app = App()  # sqlite:///onthedot.db: relative to the folder it runs from
+
+
+@app.job(name="hello")
+def hello() -> str:
+    return "hi"
+
+
+@app.job(name="nightly", schedule="0 3 * * *")
+def nightly() -> None: ...
+"""
+
+
+def project(tmp_path: Path) -> Path:
+    """A user's project: `proj/pkg/tasks.py` declaring a job and a schedule."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "tasks.py").write_text(PROJECT_TASKS)
+    return root
+
+
+def run_in(cwd: Path, root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A command run in `cwd` with the project `root` importable (as an installed project)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{ROOT}"
+    return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
 # -- a SQLite folder that does not exist ------------------------------------------------------
@@ -60,3 +94,47 @@ def test_app_naming_a_fastapi_object_says_so_and_names_the_apps(tmp_path: Path) 
     )
     built = onthedot("check", cwd=tmp_path, db_url=url, app="tests.cli.asgi_main:make_jobs")
     assert built.returncode == 0, built.stderr  # a factory function is still called
+
+
+# -- a new, empty database made in another folder ---------------------------------------------
+def test_a_worker_says_new_file_and_warns_when_run_from_another_folder(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    worker = (ONTHEDOT, "--app", "pkg.tasks:app", "worker", "--burst")
+    first = run_in(root, root, *worker)
+    assert first.returncode == 0, first.stderr
+    start = first.stderr.splitlines()[0]
+    assert f"({root / 'onthedot.db'}, new file))" in start, start
+    # A first run in the project's folder: only the declared schedule is worth a word.
+    warnings = [line for line in first.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "declares 1 schedule(s)" in warnings[0], first.stderr
+
+    again = run_in(root, root, *worker)
+    assert "new file" not in again.stderr and "warning:" not in again.stderr, again.stderr
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lost = run_in(elsewhere, root, *worker)
+    assert lost.returncode == 0, lost.stderr
+    assert f"({elsewhere / 'onthedot.db'}, new file))" in lost.stderr.splitlines()[0]
+    assert (
+        f"warning: {elsewhere / 'onthedot.db'} is a new, empty database, but "
+        f"{root / 'onthedot.db'} exists beside your app's module: run from {root}, or pass "
+        f"--database sqlite:///{root / 'onthedot.db'}"
+    ) in lost.stderr.splitlines()
+
+
+def test_the_first_enqueue_into_a_new_sqlite_file_logs_a_warning(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    script = (
+        "import logging; logging.basicConfig(level=logging.WARNING)\n"
+        "from pkg.tasks import hello\n"
+        "hello.enqueue(); hello.enqueue()\n"
+    )
+    first = run_in(tmp_path, root, sys.executable, "-c", script)
+    assert first.returncode == 0, first.stderr
+    created = [line for line in first.stderr.splitlines() if "event=database_created" in line]
+    assert len(created) == 1, first.stderr  # once, at the enqueue that made the file
+    assert f"path={tmp_path / 'onthedot.db'} relative_to={tmp_path}" in created[0]
+    assert f"give the URL an absolute path (sqlite:///{tmp_path / 'onthedot.db'})" in created[0]
+    again = run_in(tmp_path, root, sys.executable, "-c", script)
+    assert again.returncode == 0 and "database_created" not in again.stderr, again.stderr

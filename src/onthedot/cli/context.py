@@ -37,6 +37,9 @@ class Context:
         self.database = database
         self.verbose = verbose
         self._app: App | None = None
+        # The SQLite file the command found missing as it loaded the app (the first use
+        # creates it), for "new file" in what it says; None otherwise.
+        self.new_file: Path | None = None
 
     def close(self) -> None:
         """Release the app's connections when the command ends."""
@@ -57,6 +60,7 @@ class Context:
                 )
             else:
                 self._app = App(self.database)
+            self.new_file = self._app.database.new_file()
             if self.verbose:  # -v: every command says which database it opens
                 click.echo(f"onthedot: {self.describe()}", err=True)
         return self._app
@@ -96,16 +100,18 @@ class Context:
         return self.reader()
 
     def describe(self) -> str:
-        """Which database this command uses: `database <url> (<absolute path>)`."""
-        return f"database {database_label(self.app())}"
+        """Which database this command uses: `database <url> (<absolute path>)`, with `, new
+        file` when the SQLite file did not exist as the command started."""
+        app = self.app()
+        return f"database {database_label(app, new=self.new_file is not None)}"
 
 
-def database_label(app: App) -> str:
+def database_label(app: App, *, new: bool = False) -> str:
     """The app's database as a person checks it: the masked URL, and for a SQLite file its
-    absolute path."""
+    absolute path (and `new file` when `new`)."""
     config = app.database
     if config.file:
-        return f"{config.display} ({Path(config.file).resolve()})"
+        return f"{config.display} ({Path(config.file).resolve()}{', new file' if new else ''})"
     return config.display
 
 

@@ -9,6 +9,7 @@ import click
 
 from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 from onthedot.cli.exit import exit_fast_when_done
+from onthedot.cli.new_database import warn_of_new_database
 from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
 
 
@@ -79,6 +80,7 @@ def worker(
         f"{'' if no_scheduler or burst else ', with the scheduler'} ({ctx.describe()})",
         err=True,
     )
+    warn_of_new_database(ctx)
     server = None
     if metrics_port is not None:
         try:
