@@ -138,3 +138,14 @@ def test_the_first_enqueue_into_a_new_sqlite_file_logs_a_warning(tmp_path: Path)
     assert f"give the URL an absolute path (sqlite:///{tmp_path / 'onthedot.db'})" in created[0]
     again = run_in(tmp_path, root, sys.executable, "-c", script)
     assert again.returncode == 0 and "database_created" not in again.stderr, again.stderr
+
+
+# -- what the commands report -----------------------------------------------------------------
+def test_health_prints_an_error_without_stray_quotes(tmp_path: Path) -> None:
+    result = onthedot("health", cwd=tmp_path, db_url="mysql://user@host/db", app=None)
+    assert result.returncode == 1
+    # Before: unhealthy: "unsupported database URL scheme 'mysql' ... postgresql://"
+    assert result.stderr == (
+        "unhealthy: unsupported database URL scheme 'mysql' in 'mysql://user@host/db': "
+        "use sqlite:/// or postgresql://\n"
+    )

@@ -170,14 +170,17 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except OnthedotError as exc:
-            raise click.ClickException(str(exc).strip().splitlines()[0]) from None
-        except (ValueError, TypeError) as exc:
-            raise click.ClickException(
-                str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
-            ) from None
+        except (OnthedotError, ValueError, TypeError) as exc:
+            raise click.ClickException(one_line(exc)) from None
 
     return wrapper
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line of plain text: its message's first line (never its repr, which
+    would wrap it in quotes), or its type's name when it has no message."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def echo_json(value: object) -> None:
