@@ -85,7 +85,14 @@ class App:
         self.instrumentation = Instrumentation()
         storage = self._database.storage  # each call opens (once) and checks the schema
         clock = self._clock
-        self._enqueuer = Enqueuer(storage, clock, self.events, self.wakeups, self.instrumentation)
+        self._enqueuer = Enqueuer(
+            storage,
+            clock,
+            self.events,
+            self.wakeups,
+            self.instrumentation,
+            database=lambda: self._database.config,
+        )
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)

@@ -41,6 +41,19 @@ class DatabaseConfig:
         return self.path if self.path and self.path != ":memory:" else None
 
     @property
+    def relative(self) -> bool:
+        """A SQLite file named relative to the current folder (`sqlite:///onthedot.db`)."""
+        return self.file is not None and not Path(self.file).is_absolute()
+
+    def new_file(self) -> Path | None:
+        """The SQLite file's absolute path while it does not exist (whatever opens the database
+        next creates it, empty); None for an existing file, memory, or a server."""
+        if self.file is None:
+            return None
+        path = Path(self.file).resolve()
+        return None if path.exists() else path
+
+    @property
     def single_writer(self) -> bool:
         """One writer at a time (SQLite's lock): more worker processes would only wait on it."""
         return self.backend == "sqlite"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
@@ -16,11 +17,12 @@ from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.payload import encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
-from onthedot.observability.events import EventBus, JobEnqueued
+from onthedot.observability.events import DatabaseCreated, EventBus, JobEnqueued
 from onthedot.observability.hooks import Instrumentation
 from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
+    from onthedot.config import DatabaseConfig
     from onthedot.storage.interface import Storage
 
 P = ParamSpec("P")
@@ -45,12 +47,15 @@ class Enqueuer:
         events: EventBus,
         wakeups: WakeupHub,
         instrumentation: Instrumentation | None = None,
+        database: Callable[[], DatabaseConfig] | None = None,
     ) -> None:
         self._storage = storage
         self.clock = clock
         self._events = events
         self._wakeups = wakeups
         self.instrumentation = instrumentation or Instrumentation()
+        # The first enqueue of the process looks whether it is the one creating a SQLite file.
+        self._database = database
 
     def enqueue(self, jobs: Sequence[NewJob], *, connection: Connection = None) -> list[int]:
         """Insert `jobs`; return their ids in order (an existing job's id for a taken
@@ -70,7 +75,15 @@ class Enqueuer:
         return ids
 
     def _insert(self, jobs: Sequence[NewJob], connection: Connection) -> list[int]:
-        return self._storage().enqueue(jobs, connection=connection)
+        if self._database is None:
+            return self._storage().enqueue(jobs, connection=connection)
+        config, self._database = self._database(), None  # once per process
+        created = config.new_file()
+        ids = self._storage().enqueue(jobs, connection=connection)
+        if created is not None and created.exists():
+            where = os.getcwd() if config.relative else None
+            self._events.emit(DatabaseCreated.of(str(created), where))
+        return ids
 
     async def aenqueue(self, jobs: Sequence[NewJob], *, connection: Connection) -> list[int]:
         """`enqueue` inside the caller's async transaction (a psycopg AsyncConnection). The

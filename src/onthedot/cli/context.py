@@ -17,8 +17,14 @@ from typing import ParamSpec, TypeVar
 import click
 
 from onthedot.app import App
-from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
+from onthedot.domain.errors import (
+    ConfigurationError,
+    DatabaseUnavailable,
+    OnthedotError,
+    SchemaOutOfDate,
+)
 from onthedot.domain.payload import JsonValue
+from onthedot.loading import app_in
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -31,6 +37,9 @@ class Context:
         self.database = database
         self.verbose = verbose
         self._app: App | None = None
+        # The SQLite file the command found missing as it loaded the app (the first use
+        # creates it), for "new file" in what it says; None otherwise.
+        self.new_file: Path | None = None
 
     def close(self) -> None:
         """Release the app's connections when the command ends."""
@@ -51,6 +60,7 @@ class Context:
                 )
             else:
                 self._app = App(self.database)
+            self.new_file = self._app.database.new_file()
             if self.verbose:  # -v: every command says which database it opens
                 click.echo(f"onthedot: {self.describe()}", err=True)
         return self._app
@@ -58,22 +68,30 @@ class Context:
     def reader(self) -> App:
         """The app for a command that only reads: a SQLite file that does not exist is never
         created (a read in the wrong folder would otherwise answer from an empty database)."""
-        app = self.app()
+        app = self.with_folder()
         config = app.database
         path = config.file
         if path and not Path(path).exists():
-            folder = Path(path).resolve().parent
-            if not folder.is_dir():
-                raise click.ClickException(
-                    f"no database at {Path(path).resolve()} ({config.display}): folder "
-                    f"{folder} does not exist; pass the right --database or "
-                    "$ONTHEDOT_DATABASE_URL"
-                )
             raise click.ClickException(
                 f"no database at {Path(path).resolve()} ({config.display}): run from your "
                 "project's folder, pass --database or $ONTHEDOT_DATABASE_URL, or create it "
                 "with `onthedot migrate`"
             )
+        return app
+
+    def with_folder(self) -> App:
+        """The app, once the folder of its SQLite file exists: a folder that does not exist is
+        never created, and no wait brings it, so every command (a worker too) stops at once
+        with this one line."""
+        app = self.app()
+        config = app.database
+        if config.file:
+            path = Path(config.file).resolve()
+            if not path.parent.is_dir():
+                raise click.ClickException(
+                    f"no database at {path} ({config.display}): folder {path.parent} does not "
+                    "exist; pass the right --database or $ONTHEDOT_DATABASE_URL"
+                )
         return app
 
     def reader_with_app(self) -> App:
@@ -82,16 +100,18 @@ class Context:
         return self.reader()
 
     def describe(self) -> str:
-        """Which database this command uses: `database <url> (<absolute path>)`."""
-        return f"database {database_label(self.app())}"
+        """Which database this command uses: `database <url> (<absolute path>)`, with `, new
+        file` when the SQLite file did not exist as the command started."""
+        app = self.app()
+        return f"database {database_label(app, new=self.new_file is not None)}"
 
 
-def database_label(app: App) -> str:
+def database_label(app: App, *, new: bool = False) -> str:
     """The app's database as a person checks it: the masked URL, and for a SQLite file its
-    absolute path."""
+    absolute path (and `new file` when `new`)."""
     config = app.database
     if config.file:
-        return f"{config.display} ({Path(config.file).resolve()})"
+        return f"{config.display} ({Path(config.file).resolve()}{', new file' if new else ''})"
     return config.display
 
 
@@ -122,7 +142,8 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 def load_app(path: str) -> App:
-    """Import `module:attr` (or `module`, taking its `app`) and return the App there."""
+    """Import `module:attr` (or `module`, taking its `app`) and return the App there (see
+    `onthedot.loading`)."""
     module_name, _, attr = path.partition(":")
     attr = attr or "app"
     if not module_name:
@@ -136,16 +157,10 @@ def load_app(path: str) -> App:
             f"cannot import module {module_name!r} named by --app: {exc}; run from the project "
             "folder or fix PYTHONPATH"
         ) from None
-    obj: object = module
-    for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise click.UsageError(f"module {module_name!r} has no attribute {attr!r}")
-    if callable(obj) and not isinstance(obj, App):
-        obj = obj()
-    if not isinstance(obj, App):
-        raise click.UsageError(f"{path!r} is a {type(obj).__name__}, not an onthedot App")
-    return obj
+    try:
+        return app_in(module, attr, path)
+    except ConfigurationError as exc:
+        raise click.UsageError(f"--app {exc}") from None
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -155,14 +170,17 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except OnthedotError as exc:
-            raise click.ClickException(str(exc).strip().splitlines()[0]) from None
-        except (ValueError, TypeError) as exc:
-            raise click.ClickException(
-                str(exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
-            ) from None
+        except (OnthedotError, ValueError, TypeError) as exc:
+            raise click.ClickException(one_line(exc)) from None
 
     return wrapper
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line of plain text: its message's first line (never its repr, which
+    would wrap it in quotes), or its type's name when it has no message."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def echo_json(value: object) -> None:

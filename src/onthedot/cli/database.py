@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from onthedot.cli.context import Context, database_label, handle_errors, pass_ctx
+from onthedot.cli.context import Context, database_label, handle_errors, one_line, pass_ctx
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
 from onthedot.storage.interface import WorkerRow
 
@@ -50,9 +50,7 @@ def health(ctx: Context, check_worker: bool) -> None:
         click.echo(f"unhealthy: {exc}", err=True)
         sys.exit(1)
     except Exception as exc:  # malformed URL and friends: still one line
-        click.echo(
-            f"unhealthy: {str(exc).strip().splitlines()[0] if str(exc) else exc!r}", err=True
-        )
+        click.echo(f"unhealthy: {one_line(exc)}", err=True)
         sys.exit(1)
     if current != latest:
         click.echo(

@@ -11,6 +11,7 @@ import click
 
 from onthedot.app import App
 from onthedot.cli.context import ENV_APP, Context, app_queues
+from onthedot.cli.new_database import warn_of_new_database
 from onthedot.domain.errors import DatabaseUnavailable
 
 ENV_DATABASE = "ONTHEDOT_DATABASE_URL"
@@ -72,6 +73,7 @@ def supervise(ctx: Context, processes: int) -> None:
         f"each ({ctx.describe()})",
         err=True,
     )
+    warn_of_new_database(ctx)
     try:
         app.check_schema()  # a schema behind is one error here, not one per child
         if click_ctx.params.get("burst") and not _ready(app, click_ctx.params["queues"]):

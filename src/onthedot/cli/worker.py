@@ -9,6 +9,7 @@ import click
 
 from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 from onthedot.cli.exit import exit_fast_when_done
+from onthedot.cli.new_database import warn_of_new_database
 from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
 
 
@@ -56,6 +57,7 @@ def worker(
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
     exit_fast_when_done()  # cli/exit.py: no interpreter teardown once the worker returned
     app = ctx.app(required=True)
+    ctx.with_folder()  # a SQLite folder that does not exist: one line, exit 1, never a wait
     report = app.schedules.check()
     if not report.ok:
         click.echo(report.render(), err=True)
@@ -78,6 +80,7 @@ def worker(
         f"{'' if no_scheduler or burst else ', with the scheduler'} ({ctx.describe()})",
         err=True,
     )
+    warn_of_new_database(ctx)
     server = None
     if metrics_port is not None:
         try:

@@ -157,6 +157,30 @@ class DatabaseError(Event):
     level = logging.ERROR
 
 
+@dataclass(frozen=True, slots=True)
+class DatabaseCreated(Event):
+    """An enqueue created the SQLite file it wrote to: a new, empty database no worker has
+    used. `relative_to`: the current folder a relative URL was resolved from (another folder
+    gives another file), else None."""
+
+    path: str
+    relative_to: str | None
+    hint: str
+    level = logging.WARNING
+
+    @classmethod
+    def of(cls, path: str, relative_to: str | None) -> DatabaseCreated:
+        if relative_to is None:
+            return cls(path, None, "no worker has used it yet: check that workers use this URL")
+        return cls(
+            path,
+            relative_to,
+            f"a worker started from another folder than {relative_to} uses another file and "
+            f"never sees these jobs: give the URL an absolute path (sqlite:///{path}), or start "
+            "workers and enqueuers from the same folder",
+        )
+
+
 # -- web admin ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WebLoginFailed(Event):

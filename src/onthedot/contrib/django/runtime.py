@@ -7,6 +7,7 @@ The App is built once per process, on first use (never at import), and kept on t
 
 from __future__ import annotations
 
+import importlib
 import threading
 from typing import Any
 
@@ -17,7 +18,9 @@ from django.utils.module_loading import import_string
 from onthedot.app import App
 from onthedot.contrib.django.settings import load_settings
 from onthedot.domain.definitions import Declaration
+from onthedot.domain.errors import ConfigurationError
 from onthedot.jobs import JobFunction
+from onthedot.loading import app_in
 
 # The one onthedot job every Django task runs through: its arguments are the task's import
 # path, its positional and its keyword arguments.
@@ -48,16 +51,12 @@ def get_app() -> App:
 
 
 def _import_app(path: str) -> App:
-    """The App named by `module:attr` (a callable there is called to build it)."""
+    """The App named by `module:attr` (a factory function there is called to build it)."""
     module, _, attr = path.partition(":")
-    obj = import_string(f"{module}.{attr or 'app'}")
-    if callable(obj) and not isinstance(obj, App):
-        obj = obj()
-    if not isinstance(obj, App):
-        raise ImproperlyConfigured(
-            f"settings.ONTHEDOT['APP'] {path!r} is a {type(obj).__name__}, not an onthedot App"
-        )
-    return obj
+    try:
+        return app_in(importlib.import_module(module), attr or "app", path)
+    except ConfigurationError as exc:
+        raise ImproperlyConfigured(f"settings.ONTHEDOT['APP'] {exc}") from None
 
 
 def task_job(app: App) -> JobFunction[Any, Any]:

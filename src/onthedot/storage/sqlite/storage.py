@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Self
 
 from onthedot.clock import Clock, SystemClock
-from onthedot.domain.errors import DatabaseUnavailable
+from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
@@ -77,7 +77,9 @@ class SqliteStorage(SqlStorage):
         if not self.memory:
             folder = os.path.dirname(os.path.abspath(self.path))
             if not os.path.isdir(folder):
-                raise DatabaseUnavailable(
+                # Never created here, and no retry brings it: a configuration error (a worker
+                # stops at once instead of waiting for it).
+                raise ConfigurationError(
                     f"SQLite database {self.path!r}: folder {folder!r} does not exist; create it "
                     "or point the URL elsewhere"
                 )

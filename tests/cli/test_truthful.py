@@ -1,0 +1,151 @@
+"""Issue 25, "errors that tell the truth": the real `onthedot` command (a subprocess, as a user
+runs it) where it used to wait, guess or miscount: a SQLite folder that does not exist, an
+`--app` that names something else than an App, a new empty database made in the wrong folder,
+and what a worker, `jobs show`, `health` and `schedules explain` report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from onthedot import App, ConfigurationError
+from tests.cli.test_newuser import ONTHEDOT, ROOT, error_line, onthedot
+
+PROJECT_TASKS = """
+from onthedot import App
+
+app = App()  # sqlite:///onthedot.db: relative to the folder it runs from
+
+
+@app.job(name="hello")
+def hello() -> str:
+    return "hi"
+
+
+@app.job(name="nightly", schedule="0 3 * * *")
+def nightly() -> None: ...
+"""
+
+
+def project(tmp_path: Path) -> Path:
+    """A user's project: `proj/pkg/tasks.py` declaring a job and a schedule."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "tasks.py").write_text(PROJECT_TASKS)
+    return root
+
+
+def run_in(cwd: Path, root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A command run in `cwd` with the project `root` importable (as an installed project)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{ROOT}"
+    return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+# -- a SQLite folder that does not exist ------------------------------------------------------
+@pytest.mark.parametrize("burst", [True, False], ids=["burst", "steady"])
+def test_a_worker_on_a_missing_folder_stops_at_once_with_the_line_of_jobs_list(
+    tmp_path: Path, burst: bool
+) -> None:
+    url = f"sqlite:///{tmp_path}/no/such/folder/x.db"
+    listed = error_line(onthedot("jobs", "list", cwd=tmp_path, db_url=url, app=None))
+    assert "folder " in listed and "does not exist" in listed, listed
+    # Before: the worker retried its "schema check" every 10 s, for ever (the timeout fails).
+    args = ["worker", "--burst"] if burst else ["worker"]
+    worker = onthedot(*args, cwd=tmp_path, db_url=url, timeout=20)
+    assert worker.returncode == 1
+    assert error_line(worker) == listed
+    assert "schema check" not in worker.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_the_storage_calls_a_missing_folder_a_configuration_error(tmp_path: Path) -> None:
+    """Not DatabaseUnavailable: that one a worker waits out, and no wait creates a folder."""
+    app = App(f"sqlite:///{tmp_path}/absent/x.db", log_events=False)
+    try:
+        with pytest.raises(ConfigurationError, match="does not exist"):
+            app.storage.queue_stats()
+    finally:
+        app.close()
+    assert not (tmp_path / "absent").exists()
+
+
+# -- --app naming something else than an App ----------------------------------------------------
+def test_app_naming_a_fastapi_object_says_so_and_names_the_apps(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    url = f"sqlite:///{tmp_path}/x.db"
+    for args in (["worker", "--burst"], ["jobs", "list"], ["check"]):
+        result = onthedot(*args, cwd=tmp_path, db_url=url, app="tests.cli.asgi_main:api")
+        assert result.returncode == 2
+        line = error_line(result)
+        # Before: "FastAPI.__call__() missing 3 required positional arguments"
+        assert "__call__" not in line
+        assert "'tests.cli.asgi_main:api' is a FastAPI object" in line, line
+        assert "not an onthedot App" in line
+        assert "has the App(s) jobs (use tests.cli.asgi_main:jobs)" in line
+    missing = onthedot("check", cwd=tmp_path, db_url=url, app="tests.cli.asgi_main")
+    assert "has no attribute 'app'; module 'tests.cli.asgi_main' has the App(s) jobs" in (
+        error_line(missing)
+    )
+    built = onthedot("check", cwd=tmp_path, db_url=url, app="tests.cli.asgi_main:make_jobs")
+    assert built.returncode == 0, built.stderr  # a factory function is still called
+
+
+# -- a new, empty database made in another folder ---------------------------------------------
+def test_a_worker_says_new_file_and_warns_when_run_from_another_folder(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    worker = (ONTHEDOT, "--app", "pkg.tasks:app", "worker", "--burst")
+    first = run_in(root, root, *worker)
+    assert first.returncode == 0, first.stderr
+    start = first.stderr.splitlines()[0]
+    assert f"({root / 'onthedot.db'}, new file))" in start, start
+    # A first run in the project's folder: only the declared schedule is worth a word.
+    warnings = [line for line in first.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "declares 1 schedule(s)" in warnings[0], first.stderr
+
+    again = run_in(root, root, *worker)
+    assert "new file" not in again.stderr and "warning:" not in again.stderr, again.stderr
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lost = run_in(elsewhere, root, *worker)
+    assert lost.returncode == 0, lost.stderr
+    assert f"({elsewhere / 'onthedot.db'}, new file))" in lost.stderr.splitlines()[0]
+    assert (
+        f"warning: {elsewhere / 'onthedot.db'} is a new, empty database, but "
+        f"{root / 'onthedot.db'} exists beside your app's module: run from {root}, or pass "
+        f"--database sqlite:///{root / 'onthedot.db'}"
+    ) in lost.stderr.splitlines()
+
+
+def test_the_first_enqueue_into_a_new_sqlite_file_logs_a_warning(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    script = (
+        "import logging; logging.basicConfig(level=logging.WARNING)\n"
+        "from pkg.tasks import hello\n"
+        "hello.enqueue(); hello.enqueue()\n"
+    )
+    first = run_in(tmp_path, root, sys.executable, "-c", script)
+    assert first.returncode == 0, first.stderr
+    created = [line for line in first.stderr.splitlines() if "event=database_created" in line]
+    assert len(created) == 1, first.stderr  # once, at the enqueue that made the file
+    assert f"path={tmp_path / 'onthedot.db'} relative_to={tmp_path}" in created[0]
+    assert f"give the URL an absolute path (sqlite:///{tmp_path / 'onthedot.db'})" in created[0]
+    again = run_in(tmp_path, root, sys.executable, "-c", script)
+    assert again.returncode == 0 and "database_created" not in again.stderr, again.stderr
+
+
+# -- what the commands report -----------------------------------------------------------------
+def test_health_prints_an_error_without_stray_quotes(tmp_path: Path) -> None:
+    result = onthedot("health", cwd=tmp_path, db_url="mysql://user@host/db", app=None)
+    assert result.returncode == 1
+    # Before: unhealthy: "unsupported database URL scheme 'mysql' ... postgresql://"
+    assert result.stderr == (
+        "unhealthy: unsupported database URL scheme 'mysql' in 'mysql://user@host/db': "
+        "use sqlite:/// or postgresql://\n"
+    )
