@@ -74,8 +74,8 @@ def convert_entry(name: str, entry: Mapping[str, Any], timezone: str) -> Convert
         parts.append(f"timezone={timezone!r}")
     options = dict(entry.get("options") or {})
     for key, kind in CARRIED_OPTIONS.items():
-        value = options.get(key)
-        if isinstance(value, kind) and not isinstance(value, bool):
+        carried = options.get(key)
+        if isinstance(carried, kind) and not isinstance(carried, bool):
             parts.append(f"{key}={options.pop(key)!r}")
             if key == "priority":
                 notes.append(
