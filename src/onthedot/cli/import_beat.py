@@ -11,6 +11,7 @@ import importlib
 import json
 import numbers
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,8 +20,18 @@ from typing import Any
 
 import click
 
-# Celery `options` onthedot carries over; every other option is reported.
-CARRIED_OPTIONS = ("queue", "priority")
+# Celery `options` onthedot carries over (when of this type); every other one is reported.
+CARRIED_OPTIONS: dict[str, type] = {"queue": str, "priority": int}
+
+# Celery reads a day or month name by its first three letters ("sunday", "Tues", "january");
+# cron (and onthedot) takes exactly those three.
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+RELATIVE_NOTE = (
+    "relative=True (intervals aligned to the period) has no equivalent: onthedot "
+    "intervals count from the schedule's anchor"
+)
 
 
 @dataclass(frozen=True)
@@ -45,11 +56,8 @@ def convert_entry(name: str, entry: Mapping[str, Any], timezone: str) -> Convert
         return Converted(name, None, [spec_note])
     if spec_note:
         notes.append(spec_note)
-    if entry.get("relative"):
-        notes.append(
-            "relative=True (intervals aligned to the period) has no equivalent: onthedot "
-            "intervals count from the schedule's anchor"
-        )
+    if entry.get("relative") and spec_note != RELATIVE_NOTE:
+        notes.append(RELATIVE_NOTE)
     task = entry.get("task")
     if not isinstance(task, str) or not task:
         return Converted(name, None, ["no 'task' name"])
@@ -65,16 +73,17 @@ def convert_entry(name: str, entry: Mapping[str, Any], timezone: str) -> Convert
     if is_cron and timezone != "UTC":
         parts.append(f"timezone={timezone!r}")
     options = dict(entry.get("options") or {})
-    for key in CARRIED_OPTIONS:
-        if options.get(key) is not None:
+    for key, kind in CARRIED_OPTIONS.items():
+        carried = options.get(key)
+        if isinstance(carried, kind) and not isinstance(carried, bool):
             parts.append(f"{key}={options.pop(key)!r}")
             if key == "priority":
                 notes.append(
                     "priority carried as is: onthedot runs higher first, which is not what "
                     "every Celery broker does"
                 )
-    for key in sorted(options):
-        notes.append(f"option {key}={options[key]!r} has no equivalent")
+    for key in sorted(options, key=str):
+        notes.append(f"option {key!r}={options[key]!r} has no equivalent")
     for key in sorted(set(entry) - {"task", "schedule", "args", "kwargs", "options", "relative"}):
         notes.append(f"entry key {key!r} has no equivalent")
     return Converted(name, f"app.schedule({', '.join(parts)})", notes)
@@ -102,9 +111,12 @@ def _spec(schedule: Any) -> tuple[str | None, str | None, bool]:
             )
         return " ".join(text), note, True
     if isinstance(schedule, solar):
-        return None, f"solar schedule ({schedule.event}) has no equivalent", False
+        return None, f"solar schedule ({schedule.event!r}) has no equivalent", False
     if type(schedule) is interval:
-        return _every(schedule.run_every)
+        spec, note, is_cron = _every(schedule.run_every)
+        if note is None and getattr(schedule, "relative", False):
+            note = RELATIVE_NOTE
+        return spec, note, is_cron
     if isinstance(schedule, timedelta):
         return _every(schedule)
     if isinstance(schedule, numbers.Real) and not isinstance(schedule, bool):
@@ -114,10 +126,16 @@ def _spec(schedule: Any) -> tuple[str | None, str | None, bool]:
 
 def _cron_field(value: Any) -> str:
     if isinstance(value, str):
-        return value.replace(" ", "")
+        return _WORD.sub(lambda m: m.group()[:3].lower(), value.replace(" ", ""))
     if isinstance(value, Iterable):
-        return ",".join(str(v) for v in sorted(value))
+        return ",".join(_cron_field(v) for v in sorted(value, key=str))
     return str(value)
+
+
+def _one_line(text: str) -> str:
+    """`text` for a comment line: every line break or control character shown escaped, so
+    nothing in a beat entry can end the comment."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _every(delta: timedelta) -> tuple[str | None, str | None, bool]:
@@ -154,12 +172,13 @@ def import_beat(celery_app: str) -> None:
     app = load_celery(celery_app)
     beat = dict(app.conf.beat_schedule or {})
     timezone = str(app.conf.timezone or "UTC")
-    click.echo(f"# onthedot schedules for the beat_schedule of {celery_app} ({len(beat)} entries)")
+    header = f"# onthedot schedules for the beat_schedule of {celery_app} ({len(beat)} entries)"
+    click.echo(_one_line(header))
     click.echo("# Each task name must be an onthedot job: @app.job(name='proj.tasks.add')")
     for item in convert_beat(beat, timezone):
         if item.line is None:
-            click.echo(f"# SKIPPED {item.name}: {'; '.join(item.notes)}")
+            click.echo(_one_line(f"# SKIPPED {item.name!r}: {'; '.join(item.notes)}"))
             continue
         for note in item.notes:
-            click.echo(f"# NOTE {item.name}: {note}")
+            click.echo(_one_line(f"# NOTE {item.name!r}: {note}"))
         click.echo(item.line)
