@@ -174,6 +174,7 @@ class App:
         max_attempts: int = 3,
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
+        runtime: bool = False,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
@@ -188,12 +189,15 @@ class App:
         max_attempts: int = 3,
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
+        runtime: bool = False,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or async) as a job. `name` defaults to module.qualname;
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
-        the job is also declared as a schedule keyed by the job name."""
+        the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
+        to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
+        can be their target."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -204,6 +208,7 @@ class App:
                 max_attempts=max_attempts,
                 backoff=backoff,
                 timeout=timeout,
+                runtime=runtime,
             )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)

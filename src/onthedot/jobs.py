@@ -114,6 +114,7 @@ class JobFunction(Generic[P, R]):
         max_attempts: int,
         backoff: Backoff,
         timeout: float | None,
+        runtime: bool = False,
     ) -> None:
         self.enqueuer = enqueuer
         self.fn = fn
@@ -123,6 +124,7 @@ class JobFunction(Generic[P, R]):
         self.max_attempts = max_attempts
         self.backoff = backoff
         self.timeout = timeout
+        self.runtime = runtime  # runtime schedules may fire it (domain.definitions.runtime_refusal)
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
         self._arity = _plain_arity(self.signature)
@@ -310,9 +312,11 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
         max_attempts: int = 3,
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
+        runtime: bool = False,
     ) -> JobFunction[P, R]:
         """Register `fn` (sync or async) as a job; `name` defaults to module.qualname. The same
-        function registered again under its name is registered once."""
+        function registered again under its name is registered once. `runtime=True` lets
+        runtime schedules (web admin, CLI, `app.schedules.create`) fire it."""
         job_name = name or f"{fn.__module__}.{fn.__qualname__}"
         if not job_name or not isinstance(job_name, str):
             raise ValueError("job name must be a non-empty string")
@@ -332,6 +336,7 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
             max_attempts=max_attempts,
             backoff=coerce_backoff(backoff),
             timeout=_timeout(timeout),
+            runtime=bool(runtime),
         )
         self._jobs[job_name] = jf
         return jf

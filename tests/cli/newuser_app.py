@@ -11,7 +11,7 @@ import onthedot
 app = onthedot.App()
 
 
-@app.job(name="mail.send", queue="mail")
+@app.job(name="mail.send", queue="mail", runtime=True)
 def send(to: str) -> str:
     return f"sent to {to}"
 

@@ -8,7 +8,7 @@ import onthedot
 def make_app() -> onthedot.App:
     app = onthedot.App(log_events=False)
 
-    @app.job(name="work")
+    @app.job(name="work", runtime=True)
     def work(n: int = 0) -> int:
         return n
 

@@ -109,3 +109,20 @@ def test_operator_controls_over_the_cli(db_url: str) -> None:
     assert actions == ["reset", "backfilled", "manual", "unskipped", "skipped", "resumed", "paused"]
     r = run(db_url, "schedules", "explain", "declared")
     assert r.exit_code == 0 and "verdict:" in r.output
+
+
+def test_the_cli_creates_no_runtime_schedule_of_a_shell_command(db_url: str) -> None:
+    """Issue 24 item 1: `schedules create` refuses `onthedot.command` in one line."""
+    prepared(db_url)
+    r = run(
+        db_url,
+        *("schedules", "create", "pwn", "every 1h", "onthedot.command"),
+        *("--args", '["id > pwned.txt"]', "--kwargs", '{"shell": true}'),
+    )
+    assert r.exit_code == 1
+    assert r.output == (
+        "Error: schedule 'pwn' is invalid: a runtime schedule cannot run shell commands "
+        "(onthedot.command): declare command schedules in code, app.schedule(key, spec, "
+        "command=...)\n"
+    )
+    assert "pwn" not in run(db_url, "schedules", "list").output

@@ -19,7 +19,7 @@ def ops(db_url: str) -> Iterator[App]:
     app = App(db_url, clock=ManualClock(T0), log_events=False)
     app.migrate()
 
-    @app.job(name="greet")
+    @app.job(name="greet", runtime=True)
     def greet(name: str, punct: str = "!") -> str:
         return f"hello {name}{punct}"
 
@@ -151,3 +151,31 @@ def test_invalid_stored_definition_does_not_stop_other_schedules(ops: App) -> No
     assert row is not None and row.next_due_at is not None and row.next_due_at > T0
     lonely.close()
     other.close()
+
+
+def test_only_jobs_opened_to_runtime_schedules_can_be_their_target(ops: App) -> None:
+    """Issue 24 item 1, through the Python API (the web admin and the CLI call the same)."""
+
+    @ops.job(name="refund")
+    def refund(order: int) -> None: ...
+
+    assert ops.schedules.runtime_jobs() == ["greet"]
+    attempts = [
+        (("cmd", "every 1h", "onthedot.command", ["id"], {"shell": True}), {}),
+        (("cmd", "every 1h"), {"command": "id > pwned.txt", "shell": True}),
+        (("cmd", "every 1h", "refund", [1]), {}),
+    ]
+    for args, kwargs in attempts:
+        with pytest.raises(ScheduleError) as err:
+            ops.schedules.create(*args, **kwargs)
+        assert "\n" not in str(err.value)
+        assert "cannot run shell commands" in str(err.value) or (
+            "job 'refund' is not open to runtime schedules: register it with "
+            "@app.job(runtime=True)" in str(err.value)
+        )
+    assert next(iter(ops.storage.list_schedule_rows(["cmd"])), None) is None
+    ops.schedules.create("dyn", "every 1h", "greet", args=["x"])
+    for change in ({"job": "onthedot.command"}, {"command": "id"}, {"job": "refund"}):
+        with pytest.raises(ScheduleError, match=r"shell commands|not open to runtime"):
+            ops.schedules.update("dyn", **change, args=[1])
+    assert ops.schedules.get_definition("dyn").job == "greet"

@@ -67,8 +67,8 @@ def _failing(*reasons: Any) -> None:
 
 def build_app(url: str) -> App:
     app = App(url, log_events=False, lease=30.0)
-    app.job(name="reports.send", queue="reports")(_ok)
-    app.job(name="mail.welcome", queue="mail")(_ok)
+    app.job(name="reports.send", queue="reports", runtime=True)(_ok)
+    app.job(name="mail.welcome", queue="mail", runtime=True)(_ok)
     app.job(name="billing.charge", queue="billing", max_attempts=1)(_failing)
     app.schedule(
         "nightly-report", "0 2 * * *", "reports.send", args=["all"], timezone="Europe/Paris"
@@ -140,9 +140,18 @@ def seed(app: App) -> None:
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[App, str]]:
     """The app served by uvicorn in a thread on a free port (SQLite)."""
+    yield from _served(build_app(f"sqlite:///{tmp_path}/browser.db"))
+
+
+@pytest.fixture
+def live_db(db_url: str) -> Iterator[tuple[App, str]]:
+    """`live` on each backend (SQLite and PostgreSQL)."""
+    yield from _served(build_app(db_url))
+
+
+def _served(app: App) -> Iterator[tuple[App, str]]:
     import uvicorn
 
-    app = build_app(f"sqlite:///{tmp_path}/browser.db")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -351,4 +360,50 @@ def test_screenshots_of_the_main_pages(
         expect(page.locator("main h1")).to_be_visible()
         page.screenshot(path=str(folder / f"{name}.png"), full_page=name != "jobs")
         assert (folder / f"{name}.png").stat().st_size > 10_000
+    assert page.errors == [], page.errors
+
+
+def test_the_schedule_form_offers_only_runtime_jobs_and_refuses_a_forged_one(
+    live_db: tuple[App, str], browser_page: Any, tmp_path: Path
+) -> None:
+    """Issue 24 item 1: the create form lists only the jobs opened with `runtime=True`; a
+    page that adds `onthedot.command` to the list itself gets one line, and nothing runs."""
+    from playwright.sync_api import expect
+
+    app, base = live_db
+    page = browser_page
+    page.goto(base + "/schedules")
+    page.locator("#new-schedule summary").click()
+    form = page.locator("#new-schedule form")
+    choices = form.locator("select[name=job] option")
+    assert choices.all_inner_texts() == ["choose a job", "mail.welcome", "reports.send"]
+    form.locator("input[name=key]").fill("report:acme")
+    form.locator("input[name=spec]").fill("every 1h")
+    form.locator("select[name=job]").select_option("reports.send")
+    form.locator("textarea[name=args]").fill('["acme"]')
+    form.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_contain_text("created report:acme")
+    assert app.schedules.get_definition("report:acme").job == "reports.send"
+    edit = page.locator("form[action$='/update'] select[name=job]")
+    choices = ["unchanged (reports.send)", "mail.welcome", "reports.send"]
+    assert edit.locator("option").all_text_contents() == choices
+    assert edit.input_value() == "reports.send"
+    # A hostile page (or console) adds the command job to the list and submits it.
+    pwned = tmp_path / "PWNED"
+    page.goto(base + "/schedules")
+    page.locator("#new-schedule summary").click()
+    page.evaluate(
+        "() => { const s = document.querySelector('#new-schedule select[name=job]');"
+        " s.add(new Option('onthedot.command', 'onthedot.command'));"
+        " s.value = 'onthedot.command'; }"
+    )
+    form.locator("input[name=key]").fill("pwn")
+    form.locator("input[name=spec]").fill("every 1h")
+    form.locator("textarea[name=args]").fill(f'["touch {pwned}"]')
+    form.locator("textarea[name=kwargs]").fill('{"shell": true}')
+    form.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_contain_text("cannot run shell commands")
+    assert "pwn" not in [v["key"] for v in app.schedules.list()]
+    drain(app)
+    assert not pwned.exists()
     assert page.errors == [], page.errors

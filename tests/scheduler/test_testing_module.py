@@ -133,7 +133,7 @@ def test_slots_between(make_app: MakeApp) -> None:
 
 def test_slots_between_finds_runtime_schedules(make_app: MakeApp) -> None:
     app = make_app(T0)
-    app.job(name="work")(lambda: None)
+    app.job(name="work", runtime=True)(lambda: None)
     app.schedules.create("dyn", "every 1h", "work")
     assert slots_between(app, "dyn", T0, T0 + timedelta(hours=2)) == [
         T0 + timedelta(hours=1),

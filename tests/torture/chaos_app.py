@@ -201,7 +201,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
         log_events=log_events,
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
-    application.job(name="chaos.work", **options)(work)
+    application.job(name="chaos.work", runtime=True, **options)(work)
     application.job(name="chaos.innocent", max_attempts=3)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
     application.job(name="chaos.hang", max_attempts=1)(hang)
@@ -209,7 +209,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
         application.job(name="chaos.newjob", max_attempts=3, backoff=BACKOFF)(newjob)
     application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
     application.job(name="chaos.ticker", max_attempts=1)(ticker)
-    tick_job = application.job(name="chaos.tick", **options)(tick)
+    tick_job = application.job(name="chaos.tick", runtime=True, **options)(tick)
     for key, spec in SCHEDULES.items():
         application.schedule(key, spec, tick_job, catchup="all", catchup_window="1h")
     application.events.subscribe(recorder.ready, WorkerStarted)

@@ -41,7 +41,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
         log_events=log_events,
     )
     application.job(name="many.noop", max_attempts=3)(noop)
-    tick_job = application.job(name="many.tick", max_attempts=3)(tick)
+    tick_job = application.job(name="many.tick", max_attempts=3, runtime=True)(tick)
     application.schedule(HOURLY, "every 1h", tick_job)
     return application
 

@@ -19,7 +19,7 @@ MakeClient = Callable[..., TestClient]
 def register_jobs(app: App) -> None:
     """Jobs the web tests enqueue: one that returns its argument, one that fails."""
 
-    @app.job(name="echo", queue="default")
+    @app.job(name="echo", queue="default", runtime=True)
     def echo(value: Any = None) -> Any:
         return value
 

@@ -26,6 +26,10 @@ DEFAULT_GRACE = timedelta(seconds=60)
 class JobSignature(Protocol):
     """What validating a schedule needs of a registered job."""
 
+    @property
+    def runtime(self) -> bool:
+        """Opened to runtime schedules (`@app.job(runtime=True)`)."""
+
     def check_arguments(self, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
         """Raise TypeError/ValueError unless the arguments fit the job."""
 
@@ -136,6 +140,24 @@ def command_key(command: str | list[str]) -> str:
     return f"command:{words[:48].strip('-')}:{digest}"
 
 
+def runtime_refusal(name: str, job: JobSignature | None) -> str | None:
+    """Why a runtime schedule (created from the web admin, the CLI or the Python API, or stored
+    by an older version) may not fire the job `name`; None when it may. The one rule: shell
+    commands are scheduled in code only, and any other job only once its code opened it with
+    `@app.job(runtime=True)`."""
+    if name == COMMAND_JOB:
+        return (
+            f"a runtime schedule cannot run shell commands ({COMMAND_JOB}): declare command "
+            "schedules in code, app.schedule(key, spec, command=...)"
+        )
+    if job is not None and not job.runtime:
+        return (
+            f"job {name!r} is not open to runtime schedules: register it with "
+            "@app.job(runtime=True)"
+        )
+    return None
+
+
 def validate(
     decl: Declaration, jobs: Mapping[str, JobSignature]
 ) -> tuple[ScheduleDef | None, list[Problem]]:
@@ -244,6 +266,9 @@ def _job_and_arguments(
         if decl.job is not None:
             err("give either a job or a command, not both")
             return None, [], {}
+        if decl.source == "dynamic":
+            err(str(runtime_refusal(COMMAND_JOB, None)))
+            return None, [], {}
         command = decl.command
         if isinstance(command, str):
             if not command.strip():
@@ -266,6 +291,10 @@ def _job_and_arguments(
         err(f"job must be a registered job or its name, got {job!r}")
         return None, [], {}
     jf = jobs.get(name)
+    refusal = runtime_refusal(name, jf) if decl.source == "dynamic" else None
+    if refusal is not None:  # before its arguments: nothing about the job is told
+        err(refusal)
+        return name, list(args), dict(kwargs)
     if jf is None:
         err(f"unknown job {name!r}: register it with @app.job")
         return name, list(args), dict(kwargs)

@@ -88,7 +88,11 @@ class OperatorControls:
             registry.declared().get(key) if row.source == "code" else registry.definition_for(row)
         )
         if sched is None:
-            raise ScheduleError(f"schedule {key!r} is not valid in this code")
+            errors = [] if row.source == "code" else registry.dynamic_problems(row)
+            reason = next((p.message for p in errors if p.level == "error"), None)
+            raise ScheduleError(
+                f"schedule {key!r} is not valid in this code" + (f": {reason}" if reason else "")
+            )
         return sched
 
     def pause(

@@ -36,6 +36,7 @@ class Schedules:
         self.code_hash = registry.code_hash
         self.definition_for = registry.definition_for
         self.dynamic_problems = registry.dynamic_problems
+        self.runtime_jobs = registry.runtime_jobs
         # runtime schedules
         self.create = runtime.create
         self.update = runtime.update

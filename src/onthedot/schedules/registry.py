@@ -15,6 +15,7 @@ from onthedot.domain.definitions import (
     ScheduleDef,
     command_key,
     definition_to_declaration,
+    runtime_refusal,
     validate,
 )
 from onthedot.domain.errors import ScheduleError
@@ -177,6 +178,10 @@ class ScheduleRegistry:
     def dynamic_problems(self, row: LedgerRow) -> list[Problem]:
         decl = definition_to_declaration(row.key, row.spec, row.timezone, row.definition or {})
         return validate(decl, self._jobs)[1]
+
+    def runtime_jobs(self) -> list[str]:
+        """The names of the jobs runtime schedules may fire, sorted (the web admin's choice)."""
+        return sorted(n for n, job in self._jobs.items() if runtime_refusal(n, job) is None)
 
     def validate(self, decl: Declaration) -> tuple[ScheduleDef | None, list[Problem]]:
         """Validate one declaration against the registered jobs (runtime schedules use it)."""

@@ -76,7 +76,7 @@ def schedules_list(pg: Page) -> Response:
         "schedules.html",
         views=views,
         late={v["key"] for v in views if is_late(v, pg.now, pg.web.late_after)},
-        names=sorted(pg.app.jobs),
+        runtime_jobs=pg.app.schedules.runtime_jobs(),
     )
 
 
@@ -111,7 +111,7 @@ def schedule_page(pg: Page) -> Response:
         skipped=skipped,
         jobs=pg.app.list_jobs(JobFilter(schedule_key=key, limit=10)),
         late=is_late(view, pg.now, pg.web.late_after),
-        names=sorted(pg.app.jobs),
+        runtime_jobs=pg.app.schedules.runtime_jobs(),
         edit_values=_edit_values(view, sched),
     )
 
