@@ -35,7 +35,7 @@ def hold(marker: str) -> int:
     """First attempt: write `marker.started` (our pid) and block until killed. Later attempts
     return at once. Returns the pid that ran it."""
     if current_job().attempt == 1:
-        Path(marker + ".started").write_text(str(os.getpid()))
+        _started(marker)
         _wait_for(Path(marker + ".never"))
         raise RuntimeError("hold: nobody killed this worker")
     return os.getpid()
@@ -43,7 +43,7 @@ def hold(marker: str) -> int:
 
 def wait_release(marker: str) -> int:
     """Write `marker.started`, then wait until `marker.release` exists; return our pid."""
-    Path(marker + ".started").write_text(str(os.getpid()))
+    _started(marker)
     _wait_for(Path(marker + ".release"))
     return os.getpid()
 
@@ -54,6 +54,14 @@ def greet(name: str, punctuation: str = "!") -> str:
 
 def fail() -> None:
     raise ValueError("always fails")
+
+
+def _started(marker: str) -> None:
+    """Write our pid to `marker.started` whole: a test that sees the file sees the pid (written
+    beside it, then renamed; a plain write let a reader find the file still empty)."""
+    partial = Path(marker + ".started.partial")
+    partial.write_text(str(os.getpid()))
+    partial.rename(marker + ".started")
 
 
 def _wait_for(path: Path) -> None:
