@@ -1,8 +1,8 @@
 """The app the claim-sizing tests run in real worker processes.
 
 `nap.nap(seconds)` records its start in the `nap_started` table of the same PostgreSQL database
-($ONTHEDOT_DATABASE_URL), then sleeps: a test can tell jobs claimed but not started (running,
-not in `nap_started`) from jobs started.
+($NAP_DATABASE_URL, else $ONTHEDOT_DATABASE_URL), then sleeps: a test can tell jobs claimed
+but not started (running, not in `nap_started`) from jobs started.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ DDL = "CREATE TABLE IF NOT EXISTS nap_started (job_id bigint PRIMARY KEY, pid in
 
 
 def nap(seconds: float) -> None:
-    with psycopg.connect(os.environ["ONTHEDOT_DATABASE_URL"], autocommit=True) as conn:
+    url = os.environ.get("NAP_DATABASE_URL") or os.environ["ONTHEDOT_DATABASE_URL"]
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO nap_started VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (current_job().job_id, os.getpid()),

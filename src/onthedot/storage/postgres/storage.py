@@ -29,7 +29,12 @@ from onthedot.storage.postgres.pool import (
     configure_for,
     connection_kwargs,
 )
-from onthedot.storage.postgres.refusals import POOL_NAME, QUIET_POOL, describe_connect_error
+from onthedot.storage.postgres.refusals import (
+    POOL_NAME,
+    QUIET_POOL,
+    connect_failure,
+    describe_connect_error,
+)
 from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
@@ -111,7 +116,7 @@ class PostgresStorage(SqlStorage):
         try:
             psycopg.connect(self.url, connect_timeout=self._connect_timeout).close()
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
+            raise connect_failure(self.display, exc) from exc
 
     def _write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._read()  # autocommit: one statement is its own transaction
