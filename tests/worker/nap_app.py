@@ -13,6 +13,7 @@ import time
 import psycopg
 
 from onthedot import App, current_job
+from onthedot.observability.events import WorkerStarted
 
 DDL = "CREATE TABLE IF NOT EXISTS nap_started (job_id bigint PRIMARY KEY, pid integer)"
 
@@ -27,5 +28,13 @@ def nap(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def die_at_start(event: WorkerStarted) -> None:
+    """With $NAP_DIE_AT_START=<index>, worker process <index> dies as it starts, every time
+    (as a process killed at start would), before it tells its supervisor it runs."""
+    if os.environ.get("NAP_DIE_AT_START") == os.environ.get("ONTHEDOT_WORKER_INDEX", "-"):
+        os._exit(3)
+
+
 app = App(os.environ.get("ONTHEDOT_DATABASE_URL"))
 app.job(name="nap.nap")(nap)
+app.events.subscribe(die_at_start, WorkerStarted)

@@ -29,7 +29,10 @@ def onthedot(
     environment = dict(os.environ, ONTHEDOT_DATABASE_URL=url, PYTHONUNBUFFERED="1")
     environment.pop("ONTHEDOT_APP", None)
     environment["ONTHEDOT_WORKER_START"] = start
-    environment.update(env or {})
+    for key, value in (env or {}).items():
+        if key == "PYTHONPATH" and os.environ.get(key):
+            value = f"{value}{os.pathsep}{os.environ[key]}"  # in front of the caller's
+        environment[key] = value
     command = [sys.executable, "-m", "onthedot", "--app", APP, *args]
     with log.open("wb") as handle:
         return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=handle, stderr=handle)

@@ -4,7 +4,6 @@ worker run alone (`--processes 1`); the supervisor's endpoint is in `supervise.p
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import click
@@ -28,10 +27,12 @@ def metrics_token(host: str, port: int | None) -> str | None:
             f"{ENV_METRICS_TOKEN} (the bearer token Prometheus sends) to serve /metrics "
             "there, or keep the default --metrics-host 127.0.0.1"
         )
-    if importlib.util.find_spec("prometheus_client") is None:
+    try:
+        import prometheus_client  # noqa: F401 - only whether it imports
+    except ImportError as exc:
         raise click.ClickException(
-            "--metrics-port needs prometheus_client: pip install 'onthedot[prometheus]'"
-        )
+            f"--metrics-port needs prometheus_client ({exc}): pip install 'onthedot[prometheus]'"
+        ) from None
     return token
 
 
