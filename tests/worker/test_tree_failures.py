@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from onthedot import App
-from tests.worker.tree import STARTS, onthedot
+from tests.worker.tree import STARTS, onthedot, wait_or_kill
 
 DEADLINE = 60  # seconds: before the fix, these runs never ended (restarts, or short-handed)
 
@@ -50,7 +50,7 @@ def test_a_missing_extra_stops_the_tree_with_one_line(
     log = tmp_path / "tree.log"
     args = ["worker", "--processes", "2", "--metrics-port", "0", *(["--burst"] if burst else [])]
     proc = onthedot(pg_url, log, *args, env={"PYTHONPATH": str(hidden)})
-    code = proc.wait(DEADLINE)
+    code = wait_or_kill(proc, DEADLINE)
     output = log.read_text()
     assert code == 1, output
     assert "pip install 'onthedot[prometheus]'" in output.splitlines()[-1], output
@@ -64,7 +64,7 @@ def test_refused_connection_details_stop_the_tree(app: App, pg_url: str, tmp_pat
     missing = urlunsplit(parts._replace(path=f"/no_db_{uuid.uuid4().hex[:8]}"))
     log = tmp_path / "tree.log"
     proc = onthedot(missing, log, "worker", "--processes", "2")
-    code = proc.wait(DEADLINE)
+    code = wait_or_kill(proc, DEADLINE)
     output = lines(log)
     assert code == 1, output
     assert "does not exist" in output[-1] and "refused the connection" in output[-1], output
@@ -74,7 +74,7 @@ def test_refused_connection_details_stop_the_tree(app: App, pg_url: str, tmp_pat
 def test_an_unmigrated_schema_stops_the_tree(pg_url: str, tmp_path: Path) -> None:
     log = tmp_path / "tree.log"
     proc = onthedot(pg_url, log, "worker", "--processes", "2")
-    code = proc.wait(DEADLINE)
+    code = wait_or_kill(proc, DEADLINE)
     output = lines(log)
     assert code == 1, output
     assert "run `onthedot migrate`" in output[-1], output
@@ -98,7 +98,7 @@ def test_an_error_only_a_child_meets_stops_the_tree_with_its_line(
         url = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
         log = tmp_path / "tree.log"
         proc = onthedot(url, log, "worker", "--processes", "2", "--no-scheduler", start=start)
-        code = proc.wait(DEADLINE)
+        code = wait_or_kill(proc, DEADLINE)
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{role}"')
@@ -118,7 +118,7 @@ def test_a_process_that_cannot_start_is_given_up_and_the_tree_stops(
     log = tmp_path / "tree.log"
     env = {"NAP_DIE_AT_START": "1"}
     proc = onthedot(pg_url, log, "worker", "--processes", "2", start=start, env=env)
-    code = proc.wait(DEADLINE)
+    code = wait_or_kill(proc, DEADLINE)
     output = lines(log)
     assert code == 1, output
     assert output[-1].startswith("Error: worker process 1 failed to start 5 times in a row"), output

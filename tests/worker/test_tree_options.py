@@ -26,6 +26,7 @@ from tests.worker.tree import (
     onthedot,
     running_by_worker,
     started_jobs,
+    wait_or_kill,
     workers,
 )
 
@@ -88,7 +89,7 @@ def test_every_option_reaches_every_child_and_every_line_is_json(
         waiting.wait_for(lambda: len(started_jobs(pg_url)) == 4, "two jobs started per child")
         stopping = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(60)
+        code = wait_or_kill(proc, 60)
         took = time.monotonic() - stopping
     finally:
         if proc.poll() is None:
@@ -119,7 +120,7 @@ def test_burst_reaches_every_child(app: App, pg_url: str, tmp_path: Path, start:
     ids = app.jobs["nap.nap"].enqueue_many([(0.02,)] * 30)
     log = tmp_path / "tree.log"
     proc = onthedot(pg_url, log, "worker", "--burst", "--processes", "2", "-c", "2", start=start)
-    assert proc.wait(60) == 0, log.read_text()
+    assert wait_or_kill(proc, 60) == 0, log.read_text()
     assert {waiting.get_job(app, i).state for i in ids} == {JobState.SUCCEEDED}
     assert len(set(started_jobs(pg_url).values())) == 2, log.read_text()
     assert "2 process(es) stopped (burst: queues empty); 30 job(s) finished" in log.read_text()

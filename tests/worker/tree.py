@@ -38,6 +38,17 @@ def onthedot(
         return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=handle, stderr=handle)
 
 
+def wait_or_kill(proc: subprocess.Popen[bytes], seconds: float) -> int:
+    """The exit status of `proc` within `seconds`; else it is killed (its children die with
+    it) and the test fails."""
+    try:
+        return proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"still running after {seconds}s: {proc.args}") from None
+
+
 def workers(url: str) -> list[dict[str, Any]]:
     """The registered workers (onthedot_workers rows)."""
     with psycopg.connect(url, autocommit=True) as conn:

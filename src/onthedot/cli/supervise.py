@@ -12,19 +12,27 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from onthedot.app import App
 from onthedot.cli.context import ENV_APP, Context, app_queues
 from onthedot.cli.exit import leave, threads_until
+from onthedot.cli.metrics_options import metrics_token
 from onthedot.cli.output import say
-from onthedot.cli.worker_run import WorkerOptions, run_child
+from onthedot.cli.worker_run import ENV_TREE_METRICS, WorkerOptions, run_child
 from onthedot.domain.errors import DatabaseRefused, DatabaseUnavailable
 from onthedot.worker.channel import ENV_FD, ENV_INDEX, Channel
 from onthedot.worker.children import Child, fork_child, fork_possible, spawn_child
+from onthedot.worker.completer import emit_outcomes
 from onthedot.worker.cpus import available_cpus
+from onthedot.worker.watchdog import Overran, charge_timeouts
+
+if TYPE_CHECKING:
+    from onthedot.worker.supervisor import Supervisor
 
 ENV_DATABASE = "ONTHEDOT_DATABASE_URL"
 
@@ -109,8 +117,15 @@ def supervise(ctx: Context, app: App, options: WorkerOptions, processes: int) ->
         return  # nothing to start processes for (a burst child would exit at once)
     from onthedot.worker.supervisor import Supervisor  # not needed for an empty burst
 
-    supervisor = Supervisor(Starter(ctx, app, options), processes, app.events.emit, app.lease)
-    summary = supervisor.run()
+    supervisor = Supervisor(
+        Starter(ctx, app, options),
+        processes,
+        app.events.emit,
+        app.lease,
+        on_overrun=lambda worker_id, jobs: _charge(app, worker_id, jobs),
+    )
+    with _endpoint(app, supervisor, options):
+        summary = supervisor.run()
     app.close()
     reasons = sorted(set(summary.reasons)) or ["no report"]
     restarts = f", {summary.restarts} restart(s)" if summary.restarts else ""
@@ -123,3 +138,41 @@ def supervise(ctx: Context, app: App, options: WorkerOptions, processes: int) ->
         raise click.ClickException(summary.failure)
     if summary.code:
         sys.exit(summary.code)
+
+
+@contextmanager
+def _endpoint(app: App, supervisor: Supervisor, options: WorkerOptions) -> Iterator[None]:
+    """`--metrics-port`: one endpoint for the whole tree, served by the supervisor's loop;
+    every child counts its events into the folder it reads (`observability/tree.py`)."""
+    port = options.metrics_port
+    if port is None:
+        yield
+        return
+    token = metrics_token(options.metrics_host, port)
+    from onthedot.observability.tree import MultiprocessFolder, tree_endpoint
+
+    folder = MultiprocessFolder()
+    os.environ[ENV_TREE_METRICS] = "1"
+    try:
+        try:
+            server = tree_endpoint(
+                app, supervisor, folder, host=options.metrics_host, port=port, token=token
+            )
+        except OSError as exc:
+            raise click.ClickException(f"--metrics-port {port}: {exc}") from None
+        host = f"[{options.metrics_host}]" if ":" in options.metrics_host else options.metrics_host
+        say(f"metrics of every worker process on http://{host}:{server.port}/metrics")
+        supervisor.endpoint = server
+        try:
+            yield
+        finally:
+            server.stop()
+    finally:
+        folder.remove()
+
+
+def _charge(app: App, worker_id: str, jobs: list[Overran]) -> None:
+    """Jobs of a child killed past their timeout: a JobTimeout each, as the child would have
+    written it (`worker/watchdog.py`)."""
+    done = charge_timeouts(app.storage, lambda name: app.resolve(name).backoff, worker_id, jobs)
+    emit_outcomes(app.events, [(job, outcome, None) for job, outcome in done])
