@@ -23,9 +23,10 @@ def onthedot(
     *args: str,
     start: str = "fork",
     env: dict[str, str] | None = None,
+    app: str = APP,
 ) -> subprocess.Popen[bytes]:
-    """`onthedot --app nap_app ... <args>` with the database in the environment, its stdout
-    and stderr written to `log`."""
+    """`onthedot --app <app, nap_app by default> <args>` with the database in the
+    environment, its stdout and stderr written to `log`."""
     environment = dict(os.environ, ONTHEDOT_DATABASE_URL=url, PYTHONUNBUFFERED="1")
     environment.pop("ONTHEDOT_APP", None)
     environment["ONTHEDOT_WORKER_START"] = start
@@ -33,7 +34,7 @@ def onthedot(
         if key == "PYTHONPATH" and os.environ.get(key):
             value = f"{value}{os.pathsep}{os.environ[key]}"  # in front of the caller's
         environment[key] = value
-    command = [sys.executable, "-m", "onthedot", "--app", APP, *args]
+    command = [sys.executable, "-m", "onthedot", "--app", app, *args]
     with log.open("wb") as handle:
         return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=handle, stderr=handle)
 

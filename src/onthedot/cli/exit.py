@@ -78,6 +78,11 @@ def finish(code: str | int | None) -> None:
     else:  # sys.exit("message"): printed, status 1, as the interpreter does
         print(code, file=sys.stderr)
         status = 1
+    leave_after_threads(status)
+
+
+def leave_after_threads(status: int) -> None:
+    """`leave`, once the threads left behind ended or had what remains of the grace period."""
     wait_for_threads(_deadline)
     leave(status)
 

@@ -20,7 +20,7 @@ import click
 
 from onthedot.app import App
 from onthedot.cli.context import ENV_APP, Context, app_queues
-from onthedot.cli.exit import leave, threads_until
+from onthedot.cli.exit import leave_after_threads, threads_until
 from onthedot.cli.metrics_options import metrics_token
 from onthedot.cli.output import say
 from onthedot.cli.worker_run import ENV_TREE_METRICS, WorkerOptions, run_child
@@ -91,7 +91,7 @@ class Starter:
             os.environ[ENV_INDEX] = str(index)
             return run_child(self.ctx, self.app, self.options, Channel(write_fd, index))
 
-        return fork_child(child, leave=leave, close_fds=close_fds)
+        return fork_child(child, leave=leave_after_threads, close_fds=close_fds)
 
     def _spawn(self, index: int, write_fd: int) -> Child:
         root = click.get_current_context().find_root().params
