@@ -5,12 +5,15 @@ worker run alone (`--processes 1`); the supervisor's endpoint is in `supervise.p
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from onthedot.addresses import is_loopback
 from onthedot.app import App
-from onthedot.observability.probes import ProbeServer
+
+if TYPE_CHECKING:
+    from onthedot.observability.probes import ProbeServer
 
 ENV_METRICS_TOKEN = "ONTHEDOT_WEB_METRICS_TOKEN"  # the same token as the web admin's /metrics
 

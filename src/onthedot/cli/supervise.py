@@ -23,16 +23,15 @@ from onthedot.cli.context import ENV_APP, Context, app_queues
 from onthedot.cli.exit import leave_after_threads, threads_until
 from onthedot.cli.metrics_options import metrics_token
 from onthedot.cli.output import say
-from onthedot.cli.worker_run import ENV_TREE_METRICS, WorkerOptions, run_child
+from onthedot.cli.worker_run import ENV_TREE_METRICS, WorkerOptions, queued_in, run_child
 from onthedot.domain.errors import DatabaseRefused, DatabaseUnavailable
 from onthedot.worker.channel import ENV_FD, ENV_INDEX, Channel
-from onthedot.worker.children import Child, fork_child, fork_possible, spawn_child
-from onthedot.worker.completer import emit_outcomes
 from onthedot.worker.cpus import available_cpus
-from onthedot.worker.watchdog import Overran, charge_timeouts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest only once children start: an empty burst never needs it
+    from onthedot.worker.children import Child
     from onthedot.worker.supervisor import Supervisor
+    from onthedot.worker.watchdog import Overran
 
 ENV_DATABASE = "ONTHEDOT_DATABASE_URL"
 
@@ -57,28 +56,32 @@ def _ready(app: App, queues: str | None) -> bool:
     return ready_in is not None and ready_in <= 0
 
 
-def _preflight(app: App, options: WorkerOptions) -> bool:
-    """Check what no restart could fix (one line and a non-zero exit); False when a burst has
-    nothing to do."""
+def _preflight(app: App, options: WorkerOptions) -> int | None:
+    """Check what no restart could fix (one line and a non-zero exit); the jobs queued (0 if
+    unknown), or None when a burst has nothing to do."""
     try:
         app.check_schema()  # a schema behind is one error here, not one per child
         if options.burst and not _ready(app, options.queues):
-            return False
+            return None
+        return queued_in(app, app_queues(app, options.queues))
     except DatabaseRefused:
         raise  # wrong credentials, no such database: the children would only retry
     except DatabaseUnavailable:
-        pass  # unreachable: each child waits for the database, as a single worker does
-    return True
+        return 0  # unreachable: each child waits for the database, as a single worker does
 
 
 class Starter:
     """Starts child `index`: forked when possible, else as a new program."""
 
-    def __init__(self, ctx: Context, app: App, options: WorkerOptions) -> None:
+    def __init__(self, ctx: Context, app: App, options: WorkerOptions, backlog: int) -> None:
         self.ctx, self.app, self.options = ctx, app, options
+        self.backlog = backlog  # each child's share of the queued jobs, at the first start
+        self.started: set[int] = set()
         self.spawning: str | None = None  # why children are started as new programs
 
     def __call__(self, index: int, write_fd: int, close_fds: Sequence[int]) -> Child:
+        from onthedot.worker.children import fork_child, fork_possible
+
         self.app.close()  # a connection (and its pool's threads) never crosses a fork
         why = fork_possible()
         if why is not None:
@@ -87,13 +90,19 @@ class Starter:
                 self.spawning = why
             return self._spawn(index, write_fd)
 
+        backlog = None if index in self.started else self.backlog  # a restart reads it anew
+        self.started.add(index)
+
         def child() -> int:
             os.environ[ENV_INDEX] = str(index)
-            return run_child(self.ctx, self.app, self.options, Channel(write_fd, index))
+            channel = Channel(write_fd, index)
+            return run_child(self.ctx, self.app, self.options, channel, backlog)
 
         return fork_child(child, leave=leave_after_threads, close_fds=close_fds)
 
     def _spawn(self, index: int, write_fd: int) -> Child:
+        from onthedot.worker.children import spawn_child
+
         root = click.get_current_context().find_root().params
         argv = [sys.executable, "-m", "onthedot"]
         argv += ["-v"] if root.get("verbose") else []
@@ -112,13 +121,14 @@ def supervise(ctx: Context, app: App, options: WorkerOptions, processes: int) ->
         f"{', '.join(app_queues(app, options.queues))}, concurrency {options.concurrency} "
         f"each ({ctx.describe()})"
     )
-    if not _preflight(app, options):
+    queued = _preflight(app, options)
+    if queued is None:
         say("worker supervisor: 0 process(es) stopped (burst: queues empty); 0 job(s) finished")
         return  # nothing to start processes for (a burst child would exit at once)
     from onthedot.worker.supervisor import Supervisor  # not needed for an empty burst
 
     supervisor = Supervisor(
-        Starter(ctx, app, options),
+        Starter(ctx, app, options, queued // processes),
         processes,
         app.events.emit,
         app.lease,
@@ -174,5 +184,8 @@ def _endpoint(app: App, supervisor: Supervisor, options: WorkerOptions) -> Itera
 def _charge(app: App, worker_id: str, jobs: list[Overran]) -> None:
     """Jobs of a child killed past their timeout: a JobTimeout each, as the child would have
     written it (`worker/watchdog.py`)."""
+    from onthedot.worker.completer import emit_outcomes
+    from onthedot.worker.watchdog import charge_timeouts
+
     done = charge_timeouts(app.storage, lambda name: app.resolve(name).backoff, worker_id, jobs)
     emit_outcomes(app.events, [(job, outcome, None) for job, outcome in done])

@@ -56,10 +56,15 @@ class WorkerOptions:
 
 
 def run_worker(
-    ctx: Context, app: App, options: WorkerOptions, channel: Channel | None = None
+    ctx: Context,
+    app: App,
+    options: WorkerOptions,
+    channel: Channel | None = None,
+    backlog: int | None = None,
 ) -> int:
     """Run one worker until it stops; the number of jobs it finished. With a `channel` it is
-    a supervised child: it serves no endpoint of its own and reports to the supervisor."""
+    a supervised child: it serves no endpoint of its own and reports to the supervisor.
+    `backlog`: its share of the jobs waiting (None: read here)."""
     names = app_queues(app, options.queues)
     w = app.worker(
         queues=names,
@@ -70,6 +75,7 @@ def run_worker(
         prefetch=options.prefetch,
         grace=options.grace,
         watch=channel,
+        backlog=queued_in(app, names) if backlog is None else backlog,
     )
     scheduler = "" if options.no_scheduler or options.burst else ", with the scheduler"
     say(
@@ -93,7 +99,19 @@ def run_worker(
     return done
 
 
-def run_child(ctx: Context, app: App, options: WorkerOptions, channel: Channel) -> int:
+def queued_in(app: App, queues: list[str]) -> int:
+    """Jobs queued in these unpaused queues (from the job counts: one cheap read), 0 when
+    the database does not answer: the first claims are sized by it (`worker/sizing.py`)."""
+    try:
+        stats = app.storage.queue_stats()
+    except (OnthedotError, OSError):
+        return 0
+    return sum(s.queued for s in stats if s.queue in queues and not s.paused)
+
+
+def run_child(
+    ctx: Context, app: App, options: WorkerOptions, channel: Channel, backlog: int | None = None
+) -> int:
     """A supervised child's whole life; its exit status. An error no restart can fix is told
     to the supervisor (`fatal`), which stops the tree with it."""
     channel.start_pulse()
@@ -108,7 +126,7 @@ def run_child(ctx: Context, app: App, options: WorkerOptions, channel: Channel) 
 
         metrics.instrument(app)  # counted in the supervisor's multiprocess folder
     try:
-        run_worker(ctx, app, options, channel)
+        run_worker(ctx, app, options, channel, backlog)
     except (OnthedotError, click.ClickException) as exc:
         channel.fatal(_one_line(exc))
         return 1

@@ -55,6 +55,8 @@ class Worker:
     - `grace`: seconds running jobs get to finish after the first SIGTERM/SIGINT.
     - `stop_after`: stop gracefully after that many seconds (examples, tests).
     - `watch`: told when a job with a timeout starts and ends (a supervised process).
+    - `backlog`: jobs waiting in its queues at start, as far as known (its first claims are
+      sized by it, see `sizing.py`).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class Worker:
         install_signals: bool = True,
         worker_id: str | None = None,
         watch: JobWatch | None = None,
+        backlog: int = 0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -99,7 +102,8 @@ class Worker:
         self.flags = Flags()
         self.threads = Threads()
         self.pipeline = Pipeline(
-            sizing=ClaimSizing(concurrency, batch_size or None, prefetch), executors=concurrency
+            sizing=ClaimSizing(concurrency, batch_size or None, prefetch, backlog),
+            executors=concurrency,
         )
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
