@@ -68,8 +68,9 @@ class Channel:
 
     @classmethod
     def from_environment(cls) -> Channel | None:
-        """The channel of a child started as a new program (None when not supervised)."""
-        fd, index = os.environ.get(ENV_FD, ""), os.environ.get(ENV_INDEX, "0")
+        """The channel of a child started as a new program (None when not supervised). The
+        pipe's variable is taken out of the environment: a program a job starts is not one."""
+        fd, index = os.environ.pop(ENV_FD, ""), os.environ.get(ENV_INDEX, "0")
         if not fd.isdigit() or not index.isdigit():
             return None
         return cls(int(fd), int(index))
