@@ -8,7 +8,7 @@ item 6's targets, on PostgreSQL, with the command a user runs (`onthedot worker`
   jobs enqueued in one COPY; from the commit to the last job's `finished_at` (both on the
   database's clock): jobs / seconds;
 - **empty burst**: `onthedot worker --burst` on an empty queue, wall and CPU (median of
-  `--empty` runs).
+  `--empty` runs), on PostgreSQL and on a SQLite file.
 
 Target: burst >= 0.8 x steady, empty burst <= 0.2 s. Rounds alternate the cells. It runs on this
 checkout's onthedot (or `BENCH_SRC=/other/src`) against `BENCH_PG` (default
@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,12 +83,16 @@ def clear() -> None:
         conn.execute("VACUUM ANALYZE onthedot_jobs")
 
 
-def empty_burst(runs: int) -> tuple[list[float], list[float]]:
-    clear()
+def empty_burst(runs: int, url: str = URL) -> tuple[list[float], list[float]]:
+    if url == URL:
+        clear()
     walls, cpus = [], []
+    environment = {**env(), "ONTHEDOT_DATABASE_URL": url}
     for _ in range(runs):
         cpu0, t0 = children_cpu(), time.monotonic()
-        subprocess.run(command("--burst"), env=env(), cwd=REPO, check=True, capture_output=True)
+        subprocess.run(
+            command("--burst"), env=environment, cwd=REPO, check=True, capture_output=True
+        )
         walls.append(time.monotonic() - t0)
         cpus.append(children_cpu() - cpu0)
     return walls, cpus
@@ -156,12 +162,17 @@ def main() -> None:
     parser.add_argument("--empty", type=int, default=9)
     opts = parser.parse_args()
     fresh()
-    bursts, steadies, walls, cpus = [], [], [], []
+    folder = tempfile.mkdtemp(prefix="bench-burst-")
+    lite = f"sqlite:///{folder}/burst.db"
+    bursts, steadies, walls, cpus, lite_walls, lite_cpus = [], [], [], [], [], []
     try:
         for r in range(opts.rounds):
             w, c = empty_burst(opts.empty)
             walls += w
             cpus += c
+            w2, c2 = empty_burst(opts.empty, lite)
+            lite_walls += w2
+            lite_cpus += c2
             bursts.append(burst(opts.jobs))
             steadies.append(steady(opts.steady))
             print(
@@ -170,6 +181,7 @@ def main() -> None:
                 flush=True,
             )
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
         with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
     ratios = [b / s for b, s in zip(bursts, steadies, strict=True)]
@@ -179,6 +191,8 @@ def main() -> None:
         ("burst / steady (per round)", spread(ratios, ".2f"), ">= 0.8"),
         ("empty `worker --burst`, wall (s)", spread(walls, ".3f"), "<= 0.2"),
         ("empty `worker --burst`, CPU (s)", spread(cpus, ".3f"), ""),
+        ("empty `worker --burst` on SQLite, wall (s)", spread(lite_walls, ".3f"), "<= 0.2"),
+        ("empty `worker --burst` on SQLite, CPU (s)", spread(lite_cpus, ".3f"), ""),
     ]
     print("| cell | result | target |\n|---|---|---|")
     for row in rows:
