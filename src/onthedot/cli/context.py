@@ -17,6 +17,7 @@ from typing import ParamSpec, TypeVar
 import click
 
 from onthedot.app import App
+from onthedot.cli.output import say
 from onthedot.domain.errors import (
     ConfigurationError,
     DatabaseUnavailable,
@@ -62,7 +63,7 @@ class Context:
                 self._app = App(self.database)
             self.new_file = self._app.database.new_file()
             if self.verbose:  # -v: every command says which database it opens
-                click.echo(f"onthedot: {self.describe()}", err=True)
+                say(f"onthedot: {self.describe()}")  # JSON too with --log-format json
         return self._app
 
     def reader(self) -> App:

@@ -79,6 +79,7 @@ def cli(
         from onthedot.observability.logjson import json_handler
 
         logging.basicConfig(level=level, handlers=[json_handler(sys.stderr)])
+        logging.captureWarnings(True)  # a Python warning is a JSON line too
     else:
         logging.basicConfig(
             level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr

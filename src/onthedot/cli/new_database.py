@@ -8,18 +8,18 @@ another folder than usual makes a database of its own there and runs nothing of 
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
-import click
-
 from onthedot.cli.context import Context
+from onthedot.cli.output import say
 
 
 def warn_of_new_database(ctx: Context) -> None:
     """Print the warnings (stderr, `warning: ...`), if the command's database is new."""
     for line in new_database_warnings(ctx):
-        click.echo(f"warning: {line}", err=True)
+        say(f"warning: {line}", level=logging.WARNING)
 
 
 def new_database_warnings(ctx: Context) -> list[str]:

@@ -1,16 +1,22 @@
-"""`onthedot worker`: run jobs (and the scheduler) until told to stop."""
+"""`onthedot worker`: run jobs (and the scheduler) until told to stop.
+
+By default one supervisor and its worker processes (`--processes`, one per CPU the process may
+use on PostgreSQL, one on SQLite; see `supervise.py`); `--processes 1` runs the worker in this
+very process, without a supervisor."""
 
 from __future__ import annotations
 
-import os
+import logging
 import sys
 
 import click
 
-from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
+from onthedot.cli.context import Context, handle_errors, pass_ctx
 from onthedot.cli.exit import exit_fast_when_done
-from onthedot.cli.new_database import warn_of_new_database
-from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
+from onthedot.cli.metrics_options import metrics_token
+from onthedot.cli.output import errors_as_lines, say
+from onthedot.cli.worker_run import WorkerOptions, run_child, run_worker
+from onthedot.worker.channel import Channel
 
 
 @click.command()
@@ -28,19 +34,22 @@ from onthedot.cli.supervise import default_processes, report_to_supervisor, supe
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
-    help="Serve /metrics, /healthz and /readyz on this port (needs onthedot[prometheus]); "
-    "under a supervisor, process i serves PORT + i.",
+    help="Serve /metrics, /healthz and /readyz of every worker process on this port (needs "
+    "onthedot[prometheus]).",
 )
 @click.option(
-    "--metrics-host", default="127.0.0.1", show_default=True, help="Address for --metrics-port."
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address for --metrics-port; any but loopback needs $ONTHEDOT_WEB_METRICS_TOKEN.",
 )
 @click.option(
     "--processes",
     type=click.IntRange(1, 256),
-    help="Worker processes under one supervisor [default: cores on PostgreSQL, 1 on SQLite].",
+    help="Worker processes under one supervisor [default: CPUs on PostgreSQL, 1 on SQLite]; "
+    "1: this process alone, no supervisor.",
 )
 @pass_ctx
-@handle_errors
 def worker(
     ctx: Context,
     queues: str | None,
@@ -56,51 +65,38 @@ def worker(
 ) -> None:
     """Run jobs (and the scheduler) until SIGTERM/SIGINT."""
     exit_fast_when_done()  # cli/exit.py: no interpreter teardown once the worker returned
+    options = WorkerOptions(
+        queues,
+        concurrency,
+        burst,
+        no_scheduler,
+        batch_size,
+        prefetch,
+        grace,
+        metrics_port,
+        metrics_host,
+        processes,
+    )
+    with errors_as_lines():
+        _run(ctx, options)
+
+
+@handle_errors
+def _run(ctx: Context, options: WorkerOptions) -> None:
     app = ctx.app(required=True)
     ctx.with_folder()  # a SQLite folder that does not exist: one line, exit 1, never a wait
     report = app.schedules.check()
     if not report.ok:
-        click.echo(report.render(), err=True)
-        click.echo("worker not started: fix the schedules above (`onthedot check`)", err=True)
+        say(report.render(), level=logging.ERROR)
+        say("worker not started: fix the schedules above (`onthedot check`)", level=logging.ERROR)
         sys.exit(1)
-    if (processes or default_processes(app)) > 1:
-        return supervise(ctx, processes or default_processes(app))
-    names = app_queues(app, queues)
-    w = app.worker(
-        queues=names,
-        concurrency=concurrency,
-        burst=burst,
-        scheduler=not no_scheduler,
-        batch_size=batch_size,
-        prefetch=prefetch,
-        grace=grace,
-    )
-    click.echo(
-        f"worker {w.id} on queue(s) {', '.join(names)}, concurrency {concurrency}"
-        f"{'' if no_scheduler or burst else ', with the scheduler'} ({ctx.describe()})",
-        err=True,
-    )
-    warn_of_new_database(ctx)
-    server = None
-    if metrics_port is not None:
-        try:
-            from onthedot.observability.serve import serve_worker
-        except ImportError:
-            raise click.ClickException(
-                "--metrics-port needs prometheus_client: pip install 'onthedot[prometheus]'"
-            ) from None
-        token = os.environ.get("ONTHEDOT_WEB_METRICS_TOKEN") or None
-        if metrics_port:  # under a supervisor, process i serves PORT + i (0: any free port)
-            metrics_port += int(os.environ.get("ONTHEDOT_WORKER_INDEX", "0"))
-        try:
-            server = serve_worker(app, w.id, host=metrics_host, port=metrics_port, token=token)
-        except OSError as exc:
-            raise click.ClickException(f"--metrics-port {metrics_port}: {exc}") from None
-        click.echo(f"metrics on http://{metrics_host}:{server.port}/metrics", err=True)
-    try:
-        done = w.run()
-    finally:
-        if server is not None:
-            server.stop()
-    click.echo(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished", err=True)
-    report_to_supervisor(w.stop_reason, done)
+    metrics_token(options.metrics_host, options.metrics_port)  # one line before anything runs
+    channel = Channel.from_environment()
+    if channel is not None:  # a supervised child started as a new program
+        sys.exit(run_child(ctx, app, options, channel))
+    if options.processes == 1:
+        run_worker(ctx, app, options)
+        return
+    from onthedot.cli.supervise import default_processes, supervise
+
+    supervise(ctx, app, options, options.processes or default_processes(app))

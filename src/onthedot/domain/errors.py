@@ -15,6 +15,11 @@ class DatabaseUnavailable(OnthedotError):
     """The database could not be reached."""
 
 
+class DatabaseRefused(DatabaseUnavailable):
+    """The database server answered and refused these connection details (no such database
+    or role, a wrong password, no pg_hba.conf line): only a change of configuration helps."""
+
+
 class SchemaOutOfDate(OnthedotError):
     """The database schema is behind the code; run `onthedot migrate`."""
 

@@ -118,10 +118,16 @@ class JobRescued(Event):
 # -- workers ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WorkerStarted(Event):
+    """A worker runs jobs from now on, with these settings (None: sized by itself)."""
+
     worker_id: str
     queues: str
     concurrency: int
     scheduler: bool
+    batch_size: int | None = None
+    prefetch: int | None = None
+    grace: float | None = None
+    burst: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +153,17 @@ class WorkerProcessRestarted(Event):
     exit: str  # "exit code 1", "signal SIGKILL"
     delay: float
     level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerProcessKilled(Event):
+    """The supervisor killed a worker process that stopped beating (a job holding the GIL, or
+    the process frozen); it is started again like one that died."""
+
+    process: int  # its slot under the supervisor
+    pid: int
+    reason: str
+    level = logging.ERROR
 
 
 @dataclass(frozen=True, slots=True)

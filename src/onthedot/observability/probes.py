@@ -17,7 +17,7 @@ import hmac
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
 from onthedot.observability.events import DatabaseError, Event, EventBus, WorkerHeartbeat
 
@@ -56,7 +56,9 @@ class HeartbeatWatch:
 
 
 class ProbeServer:
-    """Serves `routes` (path -> answer) on host:port until `stop()`."""
+    """Serves `routes` (path -> answer) on host:port until `stop()`: on a thread of its own
+    (`start()`), or, with `threaded=False`, one request per `handle()` call from the caller's
+    own loop (the supervisor, which must run no thread: it forks)."""
 
     def __init__(
         self,
@@ -66,12 +68,20 @@ class ProbeServer:
         *,
         token: str | None = None,
         protected: frozenset[str] = frozenset({"/metrics"}),
+        threaded: bool = True,
     ) -> None:
         self.routes = routes
         self.token = token
         self.protected = protected
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
-        self.httpd.daemon_threads = True
+        handler = _handler(self)
+        self.httpd = (
+            ThreadingHTTPServer((host, port), handler)
+            if threaded
+            else HTTPServer((host, port), handler)
+        )
+        if isinstance(self.httpd, ThreadingHTTPServer):
+            self.httpd.daemon_threads = True
+        self.httpd.timeout = 0  # handle(): only called once the socket is readable
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, name="onthedot-metrics", daemon=True
         )
@@ -85,8 +95,16 @@ class ProbeServer:
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        if self.thread.is_alive():
+            self.httpd.shutdown()
         self.httpd.server_close()
+
+    def fileno(self) -> int:
+        return self.httpd.fileno()
+
+    def handle(self) -> None:
+        """Serve one waiting request on the caller's thread."""
+        self.httpd.handle_request()
 
     def answer(self, path: str, authorization: str | None) -> Answer:
         route = self.routes.get(path.split("?", 1)[0])
@@ -109,6 +127,8 @@ def _bearer(header: str | None, token: str) -> bool:
 
 def _handler(server: ProbeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = 2.0  # a client that says nothing holds the (single-threaded) server no longer
+
         def do_GET(self) -> None:
             status, body, content_type = server.answer(self.path, self.headers.get("Authorization"))
             self.send_response(status)

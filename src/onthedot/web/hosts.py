@@ -4,26 +4,16 @@ machine) and cross-origin posts."""
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from starlette.types import Scope
 
+from onthedot.addresses import is_loopback as is_loopback  # the rule, written once there
+
 ENV_ALLOWED_HOSTS = "ONTHEDOT_WEB_ALLOWED_HOSTS"
 ANY_HOST = "*"
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def host_name(value: str) -> str:

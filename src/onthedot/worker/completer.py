@@ -86,31 +86,31 @@ class Completer:
         self.emit(items)
 
     def emit(self, items: list[Done]) -> None:
-        events = self.events
-        want_success = events.wants(JobSucceeded)
-        for job, o, duration in items:
-            kind = o.kind
-            where = (job.queue, job.schedule_key, job.slot)
-            if kind is OutcomeKind.SUCCEEDED:
-                if want_success:
-                    events.emit(
-                        JobSucceeded(job.id, job.name, job.attempt, duration or 0.0, *where)
-                    )
-            elif kind is OutcomeKind.RETRY:
-                events.emit(
-                    JobRetried(
-                        job.id,
-                        job.name,
-                        job.attempt,
-                        o.error or "",
-                        o.retry_in or 0.0,
-                        *where,
-                        duration,
-                    )
+        emit_outcomes(self.events, items)
+
+
+def emit_outcomes(events: EventBus, items: list[Done]) -> None:
+    """The events of persisted outcomes (JobSucceeded, JobRetried, JobFailed, JobCancelled)."""
+    want_success = events.wants(JobSucceeded)
+    for job, o, duration in items:
+        kind = o.kind
+        where = (job.queue, job.schedule_key, job.slot)
+        if kind is OutcomeKind.SUCCEEDED:
+            if want_success:
+                events.emit(JobSucceeded(job.id, job.name, job.attempt, duration or 0.0, *where))
+        elif kind is OutcomeKind.RETRY:
+            events.emit(
+                JobRetried(
+                    job.id,
+                    job.name,
+                    job.attempt,
+                    o.error or "",
+                    o.retry_in or 0.0,
+                    *where,
+                    duration,
                 )
-            elif kind is OutcomeKind.FAILED:
-                events.emit(
-                    JobFailed(job.id, job.name, job.attempt, o.error or "", *where, duration)
-                )
-            else:
-                events.emit(JobCancelled(job.id, job.name, job.queue, job.attempt, *where[1:]))
+            )
+        elif kind is OutcomeKind.FAILED:
+            events.emit(JobFailed(job.id, job.name, job.attempt, o.error or "", *where, duration))
+        else:
+            events.emit(JobCancelled(job.id, job.name, job.queue, job.attempt, *where[1:]))

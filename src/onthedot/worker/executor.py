@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import onthedot.worker.execute as execute
 from onthedot.clock import Clock, SystemClock
@@ -34,6 +34,19 @@ log = logging.getLogger("onthedot.worker")
 ASYNC_GRACE = 0.25
 LOOP_BEAT = 0.05
 LOOP_BLOCKED = 0.2
+
+
+class JobWatch(Protocol):
+    """Told when a job with a timeout starts and ends (a supervised child's channel: the
+    supervisor's watchdog charges a JobTimeout to a job whose process stopped beating past its
+    timeout, see `watchdog.py`)."""
+
+    def job_started(
+        self, job_id: int, seconds_left: float, attempt: int, max_attempts: int, queue: str,
+        name: str,
+    ) -> None: ...  # fmt: skip
+
+    def job_ended(self, job_id: int) -> None: ...
 
 
 async def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
@@ -63,8 +76,10 @@ class Executors:
         threads: Threads,
         instrumentation: Instrumentation | None = None,
         clock: Clock | None = None,
+        watch: JobWatch | None = None,
     ) -> None:
         self.worker_id = worker_id
+        self.watch = watch
         self.jobs = jobs
         self.resolve = resolve
         self.events = events
@@ -178,10 +193,17 @@ class Executors:
         started = time.monotonic()
         running = Running(job, started, started + job.timeout if job.timeout else None)
         self.running.add(running)
+        watch = self.watch if job.timeout else None
+        if watch is not None:
+            watch.job_started(
+                job.id, job.timeout or 0.0, job.attempt, job.max_attempts, job.queue, job.name
+            )
         if jf.is_async:
             self._run_async(jf, fn, job, running)
             return False
         outcome = execute.run_sync(fn, job, self._context(job), jf.backoff)
+        if watch is not None:
+            watch.job_ended(job.id)
         if self.running.remove(running):
             return True  # the keeper already failed the job and started a replacement thread
         self.finish(job, outcome, started)
@@ -232,6 +254,8 @@ class Executors:
         def done(fut: Future[Outcome | None]) -> None:
             if fut is not running.future:
                 return  # an older submission, moved before it began
+            if self.watch is not None and job.timeout:
+                self.watch.job_ended(job.id)
             if self.running.remove(running):
                 return  # the watchdog already failed it: ignore what it did after
             try:
@@ -257,6 +281,8 @@ class Executors:
         for running in self.running.expire(now):
             job = running.job
             jf = self.jobs.get(job.name)
+            if self.watch is not None:
+                self.watch.job_ended(job.id)  # failed here: nothing left for the supervisor
             if running.future is not None:
                 log.warning(
                     "async job %s (%s) ran past its timeout of %ss without yielding to its "

@@ -33,7 +33,7 @@ from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.claimer import Claimer, ClaimOptions, PausedQueues
 from onthedot.worker.completer import Completer
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
-from onthedot.worker.executor import Executors
+from onthedot.worker.executor import Executors, JobWatch
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
 from onthedot.worker.signals import stop_on_signals
 from onthedot.worker.sizing import ClaimSizing
@@ -54,6 +54,9 @@ class Worker:
     - `scheduler`: also run the scheduler tick (no leader: every worker may).
     - `grace`: seconds running jobs get to finish after the first SIGTERM/SIGINT.
     - `stop_after`: stop gracefully after that many seconds (examples, tests).
+    - `watch`: told when a job with a timeout starts and ends (a supervised process).
+    - `backlog`: jobs waiting in its queues at start, as far as known (its first claims are
+      sized by it, see `sizing.py`).
     """
 
     def __init__(
@@ -71,6 +74,8 @@ class Worker:
         stop_after: float | None = None,
         install_signals: bool = True,
         worker_id: str | None = None,
+        watch: JobWatch | None = None,
+        backlog: int = 0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -82,6 +87,7 @@ class Worker:
         self.queues = queues
         self.concurrency = concurrency
         self.burst = burst
+        self.batch_size, self.prefetch = batch_size, prefetch  # as given (None: sized itself)
         self.run_scheduler = scheduler and not burst and deps.scheduler is not None
         self.grace = grace
         self.stop_after = stop_after
@@ -90,12 +96,14 @@ class Worker:
         self.lease = deps.lease
         self.scheduler: SchedulerLike | None = None
         self.stop_reason = "finished"
+        self.stopped_at: float | None = None  # monotonic: when it was first asked to stop
         self.generation = 0
 
         self.flags = Flags()
         self.threads = Threads()
         self.pipeline = Pipeline(
-            sizing=ClaimSizing(concurrency, batch_size or None, prefetch), executors=concurrency
+            sizing=ClaimSizing(concurrency, batch_size or None, prefetch, backlog),
+            executors=concurrency,
         )
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
@@ -127,6 +135,7 @@ class Worker:
             threads=self.threads,
             instrumentation=deps.instrumentation,
             clock=deps.clock,
+            watch=watch,
         )
         self.completer = Completer(
             worker_id=self.id,
@@ -179,6 +188,7 @@ class Worker:
             hard_stop.set()
         if not stopping.is_set():
             self.stop_reason = reason
+            self.stopped_at = time.monotonic()
         stopping.set()
         if not graceful:
             hard_stop.set()
@@ -221,6 +231,10 @@ class Worker:
                 queues=",".join(self.queues),
                 concurrency=self.concurrency,
                 scheduler=self.scheduler is not None,
+                batch_size=self.batch_size,
+                prefetch=self.prefetch,
+                grace=self.grace,
+                burst=self.burst,
             )
         )
 

@@ -9,7 +9,11 @@ With no `batch_size`/`prefetch` given, both follow the observed job durations an
 - the batch grows only while claims come back full (a deep queue) and falls back to the
   concurrency when a claim returns fewer jobs than asked (a shallow queue, where a large claim
   would take jobs that another idle worker could start at once);
-- before any job has finished nothing is known: no prefetch, a batch of `concurrency`.
+- before any job has finished nothing is known: no prefetch, a batch of `concurrency`;
+- a worker told the queue's depth at start (`backlog`, from the job counts) skips the ramp:
+  once its first job finished and the prefetch allows it, its next claim takes the batch the
+  backlog allows (up to `MAX_BATCH`) instead of doubling from `concurrency` claim by claim.
+  Long jobs still get no prefetch, so it still holds only the jobs it runs.
 
 A flag given (`--batch-size`, `--prefetch`) fixes that number and the rest still adapts.
 """
@@ -33,13 +37,18 @@ class ClaimSizing:
     WEIGHT = 0.2  # of the newest duration in the moving mean
 
     def __init__(
-        self, concurrency: int, batch_size: int | None = None, prefetch: int | None = None
+        self,
+        concurrency: int,
+        batch_size: int | None = None,
+        prefetch: int | None = None,
+        backlog: int = 0,
     ) -> None:
         self.concurrency = concurrency
         self.fixed_batch = batch_size
         self.fixed_prefetch = prefetch
         self.mean: float | None = None  # seconds a job runs (moving mean); None: none seen
-        self._deep = concurrency  # the batch the backlog allows (doubles on full claims)
+        # the batch the backlog allows (doubles on full claims; a known backlog starts it)
+        self._deep = min(self.MAX_BATCH, max(concurrency, backlog))
         self._frozen = False
         self._limits = self._compute()
 

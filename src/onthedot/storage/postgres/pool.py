@@ -10,6 +10,8 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from onthedot.storage.postgres.prepared import PoolerSafeCursor
+
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
@@ -23,6 +25,8 @@ def connection_kwargs(pooler: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"autocommit": True}
     if pooler == "transaction":
         kwargs["prepare_threshold"] = None
+    else:  # a transaction pooler nobody named: found at its first refusal (prepared.py)
+        kwargs["cursor_factory"] = PoolerSafeCursor
     return kwargs
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 import re
 
+from onthedot.domain.errors import DatabaseRefused, DatabaseUnavailable
+
 _TOO_MANY = (
     r'too many clients already|too many connections for \w+ "[^"]*"'
     r"|remaining connection slots are reserved[^\n]*"
@@ -30,6 +32,11 @@ _REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"the database system is [a-z ]+"), "wait for it, or check the server"),
 )
 _FATAL = re.compile(r"FATAL:\s+(.+)")
+# Refusals only a change of configuration fixes (not "too many clients", not "starting up").
+_CONFIGURATION = re.compile(
+    r'(database|role) "[^"]*" does not exist|password authentication failed|'
+    r"fe_sendauth: no password supplied|no pg_hba\.conf entry"
+)
 
 
 def _libpq_detail(text: str) -> str:
@@ -54,6 +61,15 @@ def describe_connect_error(display: str, exc: BaseException) -> tuple[str, bool]
         "and that the server runs",
         False,
     )
+
+
+def connect_failure(display: str, exc: BaseException) -> DatabaseUnavailable:
+    """The error for a failed connection: `DatabaseRefused` when only a change of
+    configuration helps, else `DatabaseUnavailable` (waited out)."""
+    line = describe_connect_error(display, exc)[0]
+    if _CONFIGURATION.search(str(exc)):
+        return DatabaseRefused(line)
+    return DatabaseUnavailable(line)
 
 
 POOL_NAME = "onthedot"

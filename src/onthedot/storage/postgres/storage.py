@@ -29,7 +29,13 @@ from onthedot.storage.postgres.pool import (
     configure_for,
     connection_kwargs,
 )
-from onthedot.storage.postgres.refusals import POOL_NAME, QUIET_POOL, describe_connect_error
+from onthedot.storage.postgres.prepared import behind_a_pooler, pooler_warning, refusal
+from onthedot.storage.postgres.refusals import (
+    POOL_NAME,
+    QUIET_POOL,
+    connect_failure,
+    describe_connect_error,
+)
 from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
@@ -90,6 +96,7 @@ class PostgresStorage(SqlStorage):
         )
         self._open_lock = threading.Lock()
         self._opened = False
+        self._unprepared = pooler == "transaction"  # prepared statements off (prepared.py)
         timeout = conninfo_to_dict(url).get("connect_timeout")
         self._connect_timeout = int(timeout) if timeout else 10
         logging.getLogger("psycopg.pool").addFilter(QUIET_POOL)  # once: the same filter object
@@ -109,9 +116,11 @@ class PostgresStorage(SqlStorage):
         database or role, wrong password, too many clients) or cannot be reached is reported
         at once, with its reason, instead of after the pool's timeout and its retries."""
         try:
-            psycopg.connect(self.url, connect_timeout=self._connect_timeout).close()
+            with psycopg.connect(self.url, connect_timeout=self._connect_timeout) as conn:
+                if not self._unprepared and behind_a_pooler(conn):
+                    self._stop_preparing(None)
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
+            raise connect_failure(self.display, exc) from exc
 
     def _write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._read()  # autocommit: one statement is its own transaction
@@ -128,6 +137,8 @@ class PostgresStorage(SqlStorage):
         pool = self._pool
         try:
             conn = pool.getconn()
+            if self._unprepared:
+                conn.prepare_threshold = None
             try:
                 yield conn
             except BaseException:
@@ -141,9 +152,19 @@ class PostgresStorage(SqlStorage):
                 if conn.pgconn.transaction_status != _IDLE:
                     conn.commit()
             finally:
+                if not self._unprepared and (error := refusal(conn)) is not None:
+                    self._stop_preparing(error)
                 pool.putconn(conn)
         except _DRIVER_ERRORS as exc:
             raise self._translate(exc) from exc
+
+    def _stop_preparing(self, error: str | None) -> None:
+        """A pooler the URL does not name (`prepared.py`): no prepared statement from now on,
+        said once."""
+        self._unprepared = True
+        if isinstance(self._pool.kwargs, dict):  # the connections opened from now on
+            self._pool.kwargs["prepare_threshold"] = None
+        logging.getLogger("onthedot.storage").warning(pooler_warning(self.display, error))
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
