@@ -5,7 +5,9 @@ and what a worker, `jobs show`, `health` and `schedules explain` report."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from onthedot import App, ConfigurationError
-from tests.cli.test_newuser import ONTHEDOT, ROOT, error_line, onthedot
+from tests.cli.test_newuser import ONTHEDOT, ROOT, error_line, ok, onthedot
+from tests.waiting import wait_for
+
+APP = "tests.cli.truthful_app:app"
 
 PROJECT_TASKS = """
 from onthedot import App
@@ -149,3 +154,56 @@ def test_health_prints_an_error_without_stray_quotes(tmp_path: Path) -> None:
         "unhealthy: unsupported database URL scheme 'mysql' in 'mysql://user@host/db': "
         "use sqlite:/// or postgresql://\n"
     )
+
+
+@pytest.fixture
+def migrated(db_url: str, tmp_path: Path) -> str:
+    ok(onthedot("migrate", cwd=tmp_path, db_url=db_url, app=APP))
+    return db_url
+
+
+def show(job_id: str, cwd: Path, url: str) -> tuple[str, dict[str, object]]:
+    text = ok(onthedot("jobs", "show", job_id, cwd=cwd, db_url=url, app=None))
+    shown = json.loads(ok(onthedot("jobs", "show", job_id, "--json", cwd=cwd, db_url=url)))
+    return text, shown
+
+
+def test_a_job_that_ran_three_times_and_the_burst_summary(migrated: str, tmp_path: Path) -> None:
+    job = ok(onthedot("enqueue", "boom", cwd=tmp_path, db_url=migrated, app=APP)).strip()
+    burst = onthedot(
+        "worker", "--burst", "--processes", "1", cwd=tmp_path, db_url=migrated, app=APP
+    )
+    assert burst.returncode == 0, burst.stderr
+    # Before: "3 job(s) finished" for the three attempts of one job.
+    assert burst.stderr.splitlines()[-1].endswith(
+        "stopped (burst: queues empty); 3 attempt(s) ran: 2 failed and will be retried, "
+        "1 failed for good"
+    ), burst.stderr
+    text, shown = show(job, tmp_path, migrated)
+    assert "state: failed" in text and "attempts: 3" in text
+    assert "began:" not in text and "cancel_requested:" not in text, text  # was "began: no"
+    assert shown["began"] is None and shown["cancel_requested"] is None
+
+
+def test_jobs_show_of_a_job_cancelled_on_request(migrated: str, tmp_path: Path) -> None:
+    job = ok(onthedot("enqueue", "waits", cwd=tmp_path, db_url=migrated, app=APP)).strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [ONTHEDOT, "--app", APP, "--database", migrated, "worker", "--processes", "1"]
+    worker = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: show(job, tmp_path, migrated)[1]["began"], "the job to start", 60)
+        text, _ = show(job, tmp_path, migrated)
+        assert "state: running" in text and "cancel_requested: no" in text, text
+        ok(onthedot("jobs", "cancel", job, cwd=tmp_path, db_url=migrated, app=None))
+        wait_for(lambda: show(job, tmp_path, migrated)[1]["state"] == "cancelled", "the cancel", 60)
+        text, shown = show(job, tmp_path, migrated)
+        # Before: "cancel_requested: no" for the job cancelled on that very request.
+        assert "cancel_requested:" not in text and "began:" not in text, text
+        assert "error: cancelled on request" in text
+        assert shown["cancel_requested"] is None
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+    assert worker.returncode == 0, stderr
+    assert stderr.splitlines()[-1].endswith("1 attempt(s) ran: 1 cancelled"), stderr

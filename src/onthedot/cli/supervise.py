@@ -78,7 +78,7 @@ def supervise(ctx: Context, processes: int) -> None:
         app.check_schema()  # a schema behind is one error here, not one per child
         if click_ctx.params.get("burst") and not _ready(app, click_ctx.params["queues"]):
             click.echo(
-                "worker supervisor: 0 process(es) stopped (burst: queues empty); 0 job(s) finished",
+                "worker supervisor: 0 process(es) stopped (burst: queues empty); no job ran",
                 err=True,
             )
             return  # nothing to start processes for (a burst child would exit at once)
@@ -94,9 +94,10 @@ def supervise(ctx: Context, processes: int) -> None:
     summary = Supervisor(command, processes, app.events.emit, env=env).run()
     reasons = sorted(set(summary.reasons)) or ["no report"]
     restarts = f", {summary.restarts} restart(s)" if summary.restarts else ""
+    ran = f"{summary.jobs} attempt(s) ran" if summary.jobs else "no job ran"  # all outcomes
     click.echo(
         f"worker supervisor: {processes} process(es) stopped ({'; '.join(reasons)}){restarts}; "
-        f"{summary.jobs} job(s) finished",
+        f"{ran}",
         err=True,
     )
     if summary.code:

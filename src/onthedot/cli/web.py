@@ -159,8 +159,8 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     sys.stderr.flush()
     worker = app.worker(queues=names, concurrency=concurrency)
     try:
-        done = worker.run()
+        worker.run()
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-    click.echo(f"onthedot dev stopped ({worker.stop_reason}); {done} job(s) finished", err=True)
+    click.echo(f"onthedot dev stopped ({worker.stop_reason}); {worker.tally.describe()}", err=True)

@@ -102,5 +102,5 @@ def worker(
     finally:
         if server is not None:
             server.stop()
-    click.echo(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished", err=True)
+    click.echo(f"worker {w.id} stopped ({w.stop_reason}); {w.tally.describe()}", err=True)
     report_to_supervisor(w.stop_reason, done)

@@ -31,7 +31,7 @@ from onthedot.observability.events import WorkerStarted, WorkerStopped
 from onthedot.storage.interface import WorkerInfo
 from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.claimer import Claimer, ClaimOptions, PausedQueues
-from onthedot.worker.completer import Completer
+from onthedot.worker.completer import Completer, Tally
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
 from onthedot.worker.executor import Executors
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
@@ -167,6 +167,11 @@ class Worker:
         return self.completer.processed
 
     @property
+    def tally(self) -> Tally:
+        """The attempts this worker ran, by how each ended (`processed` is their number)."""
+        return self.completer.tally()
+
+    @property
     def _threads(self) -> list[threading.Thread]:
         return list(self.threads)
 
@@ -187,7 +192,7 @@ class Worker:
 
     def run(self) -> int:
         """Run until stopped (or, with burst, until the queues are empty). Returns the number of
-        jobs this worker finished."""
+        attempts this worker ran (their outcomes persisted; `tally` says how each ended)."""
         with stop_on_signals(self, self.install_signals):
             started = time.monotonic()
             self._start()

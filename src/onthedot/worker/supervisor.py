@@ -17,7 +17,7 @@ several schedulers safe), and then only watches them:
   supervisor forwarded is done too, and counts as a clean stop: it was still starting (its
   own handlers, installed before its first claim, were not in place yet), so it held no job.
 
-Each child writes `reason<TAB>jobs finished` to the pipe named by `$ONTHEDOT_SUPERVISOR_FD` as
+Each child writes `reason<TAB>attempts run` to the pipe named by `$ONTHEDOT_SUPERVISOR_FD` as
 it exits, so the supervisor can report the total.
 """
 
