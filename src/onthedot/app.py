@@ -18,9 +18,15 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import Unserved, UnservedQueue, unserved, unserved_queues
+from onthedot.domain.serving import (
+    UnknownHere,
+    Unserved,
+    UnservedQueue,
+    unserved,
+    unserved_queues,
+)
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -304,6 +310,22 @@ class App:
             [w.queues for w in live],
         )
         return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
+
+    def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
+        """Ready jobs in `queues` (unpaused) whose names this app does not register: its
+        workers never claim them (a burst names them as it ends)."""
+        storage = self.storage
+        strangers = [n for n, c in storage.queued_by_name().items() if c and n not in self.jobs]
+        found = []
+        for s in storage.queue_stats() if strangers else ():
+            if s.queue in queues and s.ready and not s.paused:
+                counts = (
+                    (n, JobFilter(state=JobState.QUEUED, queue=s.queue, name=n)) for n in strangers
+                )
+                names = tuple((n, c) for n, flt in counts if (c := storage.count_jobs(flt)))
+                if names:
+                    found.append(UnknownHere(s.queue, names))
+        return found
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

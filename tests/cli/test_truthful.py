@@ -207,3 +207,32 @@ def test_jobs_show_of_a_job_cancelled_on_request(migrated: str, tmp_path: Path) 
         _, stderr = worker.communicate(timeout=60)
     assert worker.returncode == 0, stderr
     assert stderr.splitlines()[-1].endswith("1 attempt(s) ran: 1 cancelled"), stderr
+
+
+def test_a_burst_names_the_ready_jobs_it_does_not_know(migrated: str, tmp_path: Path) -> None:
+    other = App(migrated, log_events=False)
+    try:
+
+        @other.job(name="billing.newer")
+        def newer() -> None: ...
+
+        newer.enqueue()
+        newer.enqueue()
+    finally:
+        other.close()
+    ok(onthedot("enqueue", "quick", cwd=tmp_path, db_url=migrated, app=APP))
+    burst = onthedot(
+        "worker", "--burst", "--processes", "1", cwd=tmp_path, db_url=migrated, app=APP
+    )
+    assert burst.returncode == 0, burst.stderr
+    lines = burst.stderr.splitlines()
+    # Before: "stopped (burst: queues empty)" while two ready jobs waited.
+    assert (
+        "warning: jobs are ready in queue default under name(s) this worker does not know: "
+        "`billing.newer` (2 queued); run a worker whose app registers them"
+    ) in lines, burst.stderr
+    assert lines[-1].endswith(
+        "stopped (burst: no job it knows is ready); 1 attempt(s) ran: 1 succeeded"
+    )
+    alone = onthedot("worker", "--burst", "-q", "other", cwd=tmp_path, db_url=migrated, app=APP)
+    assert "warning:" not in alone.stderr and "(burst: queues empty)" in alone.stderr

@@ -9,6 +9,7 @@ import click
 
 from onthedot.cli.context import Context, app_queues, handle_errors, pass_ctx
 from onthedot.cli.exit import exit_fast_when_done
+from onthedot.cli.leftovers import burst_reason
 from onthedot.cli.new_database import warn_of_new_database
 from onthedot.cli.supervise import default_processes, report_to_supervisor, supervise
 
@@ -102,5 +103,6 @@ def worker(
     finally:
         if server is not None:
             server.stop()
-    click.echo(f"worker {w.id} stopped ({w.stop_reason}); {w.tally.describe()}", err=True)
-    report_to_supervisor(w.stop_reason, done)
+    reason = burst_reason(app, names, w.stop_reason)  # names ready jobs it does not know
+    click.echo(f"worker {w.id} stopped ({reason}); {w.tally.describe()}", err=True)
+    report_to_supervisor(reason, done)
