@@ -236,3 +236,26 @@ def test_a_burst_names_the_ready_jobs_it_does_not_know(migrated: str, tmp_path: 
     )
     alone = onthedot("worker", "--burst", "-q", "other", cwd=tmp_path, db_url=migrated, app=APP)
     assert "warning:" not in alone.stderr and "(burst: queues empty)" in alone.stderr
+
+
+@pytest.mark.parametrize("how", ["second signal", "grace ran out"])
+def test_a_forced_stop_exits_non_zero(migrated: str, tmp_path: Path, how: str) -> None:
+    job = ok(onthedot("enqueue", "waits", cwd=tmp_path, db_url=migrated, app=APP)).strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    grace = ["--grace", "0.2"] if how == "grace ran out" else []
+    argv = [ONTHEDOT, "--app", APP, "--database", migrated, "worker", "--processes", "1", *grace]
+    worker = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: show(job, tmp_path, migrated)[1]["began"], "the job to start", 60)
+        worker.send_signal(signal.SIGTERM)
+        if how == "second signal":
+            worker.send_signal(signal.SIGTERM)
+        _, stderr = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    # Before: 0, as after a stop that let every job finish.
+    assert worker.returncode == 1, stderr
+    assert "forced: 1 job(s) cut short, rescued after their lease" in stderr.splitlines()[-1]

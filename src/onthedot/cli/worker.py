@@ -104,5 +104,9 @@ def worker(
         if server is not None:
             server.stop()
     reason = burst_reason(app, names, w.stop_reason)  # names ready jobs it does not know
+    if w.forced:
+        reason += f"; forced: {w.left_running} job(s) cut short, rescued after their lease"
     click.echo(f"worker {w.id} stopped ({reason}); {w.tally.describe()}", err=True)
     report_to_supervisor(reason, done)
+    if w.forced:
+        sys.exit(1)  # work was cut short: a supervisor or a shell should see it

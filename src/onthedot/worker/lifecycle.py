@@ -90,6 +90,7 @@ class Worker:
         self.lease = deps.lease
         self.scheduler: SchedulerLike | None = None
         self.stop_reason = "finished"
+        self.left_running = 0  # jobs still running when it stopped (rescued after their lease)
         self.generation = 0
 
         self.flags = Flags()
@@ -165,6 +166,12 @@ class Worker:
     def processed(self) -> int:
         """Jobs this worker finished (their outcomes persisted)."""
         return self.completer.processed
+
+    @property
+    def forced(self) -> bool:
+        """Whether the stop cut work short: stopped at once (a second signal), or the grace
+        ran out with jobs still running (their leases expire and they are rescued)."""
+        return self.flags.hard_stop.is_set() or self.left_running > 0
 
     @property
     def tally(self) -> Tally:
@@ -301,7 +308,7 @@ class Worker:
             if self.pipeline.taken() <= 0:
                 break
             hard_stop.wait(0.02)
-        left = self.pipeline.taken()
+        left = self.left_running = self.pipeline.taken()
         if left > 0:
             log.warning(
                 "stopping with %d job(s) still running; they will be rescued after "
