@@ -19,6 +19,7 @@ from tests.cli.test_newuser import ONTHEDOT, ROOT, error_line, ok, onthedot
 from tests.waiting import wait_for
 
 APP = "tests.cli.truthful_app:app"
+NEWUSER_APP = "tests.cli.newuser_app:app"
 
 PROJECT_TASKS = """
 from onthedot import App
@@ -259,3 +260,41 @@ def test_a_forced_stop_exits_non_zero(migrated: str, tmp_path: Path, how: str) -
     # Before: 0, as after a stop that let every job finish.
     assert worker.returncode == 1, stderr
     assert "forced: 1 job(s) cut short, rescued after their lease" in stderr.splitlines()[-1]
+
+
+def _documented_default(option: str) -> str:
+    """The default docs/scheduling.md's option table gives `option`, without its quotes."""
+    for line in (ROOT / "docs" / "scheduling.md").read_text().splitlines():
+        if line.startswith(f"| `{option}` |"):
+            return line.split("|")[2].strip().strip("`").strip('"')
+    raise AssertionError(f"{option} is not in the options table")
+
+
+def test_durations_are_shown_as_the_docs_write_them(tmp_path: Path) -> None:
+    from onthedot.web import asgi
+    from onthedot.web.security import Credentials
+    from tests.web.helpers import TestClient
+
+    url = f"sqlite:///{tmp_path}/x.db"
+    ok(onthedot("migrate", cwd=tmp_path, db_url=url, app=None))
+    explained = ok(
+        onthedot("schedules", "explain", "fast", cwd=tmp_path, db_url=url, app=NEWUSER_APP)
+    )
+    window = _documented_default("catchup_window")
+    # Before: the docs said "24h" and `explain` printed window=1d.
+    assert f"window={window} " in explained, explained
+    app = App(url, log_events=False)
+    try:
+        app.job(name="echo")(lambda: None)
+        app.schedule("spread", "every 1h", "echo", jitter="90s")
+        explained = app.schedules.explain("spread")
+        assert f"window={window} " in explained and "jitter=1m30s" in explained
+        stored = app.schedules.declared()["spread"].definition_json()  # as runtime ones keep it
+        assert stored["grace"] == _documented_default("grace")
+        assert stored["catchup_window"] == window
+        with TestClient(asgi(app, credentials=Credentials(), secret_key="k")) as client:
+            page = client.get("/schedules/spread").text
+        # Before: the web page said "within 24h" and "1m 30s" where explain said 1d, 1m30s.
+        assert f"within {window}</dd>" in page and "<dd>1m30s</dd>" in page
+    finally:
+        app.close()
