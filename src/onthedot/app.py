@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from onthedot.clock import Clock, FollowingClock, SystemClock
+from onthedot.commandline import CommandLine
 from onthedot.config import DatabaseConfig, resolve_database_url
 from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
@@ -69,8 +70,13 @@ class App:
         log_events: bool = True,
     ) -> None:
         self._clock = FollowingClock(clock or SystemClock())
+        # How commands are typed where this app runs, for hints (Django sets its own).
+        self.commands = CommandLine()
         self._database = Database(
-            resolve_database_url(database_url), pool_size=pool_size, clock=self._clock
+            resolve_database_url(database_url),
+            pool_size=pool_size,
+            clock=self._clock,
+            migrate_hint=lambda: self.commands.migrate,
         )
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
@@ -102,7 +108,7 @@ class App:
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
-        views = ScheduleViews(storage, clock, registry)
+        views = ScheduleViews(storage, clock, registry, commands=lambda: self.commands)
         self.schedules = Schedules(
             registry,
             RuntimeSchedules(storage, clock, registry, audit, views),

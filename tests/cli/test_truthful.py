@@ -298,3 +298,58 @@ def test_durations_are_shown_as_the_docs_write_them(tmp_path: Path) -> None:
         assert f"within {window}</dd>" in page and "<dd>1m30s</dd>" in page
     finally:
         app.close()
+
+
+def test_explain_says_when_no_live_worker_fires_it_or_runs_its_jobs(
+    db_url: str, tmp_path: Path
+) -> None:
+    from onthedot.storage.interface import WorkerInfo
+
+    def verdict() -> str:
+        explained = ok(
+            onthedot(
+                "schedules",
+                "explain",
+                "billing.invoice_run",
+                cwd=tmp_path,
+                db_url=db_url,
+                app=NEWUSER_APP,
+            )
+        )
+        return explained.splitlines()[-1]
+
+    ok(onthedot("migrate", cwd=tmp_path, db_url=db_url, app=None))
+    for action in ("pause", "resume"):  # its ledger row, as an operator's action makes it
+        ok(
+            onthedot(
+                "schedules",
+                action,
+                "billing.invoice_run",
+                cwd=tmp_path,
+                db_url=db_url,
+                app=NEWUSER_APP,
+            )
+        )
+    # Before: "nothing holds it back: it fires at its next slot", with no worker alive.
+    assert verdict() == (
+        "verdict: no live worker runs the scheduler, so it does not fire until one starts: "
+        "start `onthedot worker` (without --no-scheduler)"
+    )
+    app = App(db_url, log_events=False)
+    try:
+        storage = app.storage
+        for worker_id, queues, jobs, expected in (
+            ("w1", ("default",), ("fast",), "no live worker knows its job `billing.invoice_run`"),
+            (
+                "w2",
+                ("mail",),
+                ("billing.invoice_run",),
+                "no live worker serves its queue `default`",
+            ),
+            ("w3", ("default",), ("billing.invoice_run",), "nothing holds it back"),
+        ):
+            storage.register_worker(WorkerInfo(worker_id, "host", 1, queues, 1, jobs=jobs))
+            assert expected in verdict()
+            storage.deregister_worker(worker_id)
+    finally:
+        app.close()

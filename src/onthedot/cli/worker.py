@@ -62,7 +62,9 @@ def worker(
     report = app.schedules.check()
     if not report.ok:
         click.echo(report.render(), err=True)
-        click.echo("worker not started: fix the schedules above (`onthedot check`)", err=True)
+        click.echo(
+            f"worker not started: fix the schedules above (`{app.commands('check')}`)", err=True
+        )
         sys.exit(1)
     if (processes or default_processes(app)) > 1:
         return supervise(ctx, processes or default_processes(app))

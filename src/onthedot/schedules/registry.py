@@ -182,6 +182,12 @@ class ScheduleRegistry:
         """Validate one declaration against the registered jobs (runtime schedules use it)."""
         return validate(decl, self._jobs)
 
+    def queue_of(self, sched: ScheduleDef) -> str:
+        """The queue a schedule's jobs go to: its own, else its job's (`default` for a job
+        this code does not register)."""
+        job = self._jobs.get(sched.job)
+        return sched.queue or (job.queue if job is not None else "default")
+
     def declaration(self, key: str) -> Declaration:
         """The (first) declaration of `key`, as written in code."""
         return next(d for d in self._declared if d.key == key)
