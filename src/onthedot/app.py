@@ -21,13 +21,7 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import (
-    UnknownHere,
-    Unserved,
-    UnservedQueue,
-    unserved,
-    unserved_queues,
-)
+from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -98,12 +92,7 @@ class App:
         storage = self._database.storage  # each call opens (once) and checks the schema
         clock = self._clock
         self._enqueuer = Enqueuer(
-            storage,
-            clock,
-            self.events,
-            self.wakeups,
-            self.instrumentation,
-            database=lambda: self._database.config,
+            storage, clock, self.events, self.wakeups, self.instrumentation, lambda: self.database
         )
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
