@@ -13,14 +13,15 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from onthedot.clock import Clock, FollowingClock, SystemClock
+from onthedot.commandline import CommandLine
 from onthedot.config import DatabaseConfig, resolve_database_url
 from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobFilter, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import Unserved, UnservedQueue, unserved, unserved_queues
+from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -63,8 +64,13 @@ class App:
         log_events: bool = True,
     ) -> None:
         self._clock = FollowingClock(clock or SystemClock())
+        # How commands are typed where this app runs, for hints (Django sets its own).
+        self.commands = CommandLine()
         self._database = Database(
-            resolve_database_url(database_url), pool_size=pool_size, clock=self._clock
+            resolve_database_url(database_url),
+            pool_size=pool_size,
+            clock=self._clock,
+            migrate_hint=lambda: self.commands.migrate,
         )
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
@@ -86,17 +92,12 @@ class App:
         storage = self._database.storage  # each call opens (once) and checks the schema
         clock = self._clock
         self._enqueuer = Enqueuer(
-            storage,
-            clock,
-            self.events,
-            self.wakeups,
-            self.instrumentation,
-            database=lambda: self._database.config,
+            storage, clock, self.events, self.wakeups, self.instrumentation, lambda: self.database
         )
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
-        views = ScheduleViews(storage, clock, registry)
+        views = ScheduleViews(storage, clock, registry, commands=lambda: self.commands)
         self.schedules = Schedules(
             registry,
             RuntimeSchedules(storage, clock, registry, audit, views),
@@ -309,6 +310,22 @@ class App:
             [w.queues for w in live],
         )
         return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
+
+    def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
+        """Ready jobs in `queues` (unpaused) whose names this app does not register: its
+        workers never claim them (a burst names them as it ends)."""
+        storage = self.storage
+        strangers = [n for n, c in storage.queued_by_name().items() if c and n not in self.jobs]
+        found = []
+        for s in storage.queue_stats() if strangers else ():
+            if s.queue in queues and s.ready and not s.paused:
+                counts = (
+                    (n, JobFilter(state=JobState.QUEUED, queue=s.queue, name=n)) for n in strangers
+                )
+                names = tuple((n, c) for n, flt in counts if (c := storage.count_jobs(flt)))
+                if names:
+                    found.append(UnknownHere(s.queue, names))
+        return found
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

@@ -4,6 +4,7 @@ schema. Nothing here touches the database before the storage is first asked for.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from onthedot.clock import Clock
@@ -17,8 +18,16 @@ if TYPE_CHECKING:
 class Database:
     """One database URL and the storage opened for it (lazily, once, thread-safe)."""
 
-    def __init__(self, url: str, *, pool_size: int, clock: Clock) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int,
+        clock: Clock,
+        migrate_hint: Callable[[], str] = lambda: "onthedot migrate",
+    ) -> None:
         self.url = url
+        self.migrate_hint = migrate_hint  # the command that migrates, where the app runs
         self.clock = clock
         self.config: DatabaseConfig = parse_database_url(url)
         self.pool_size = pool_size
@@ -61,7 +70,7 @@ class Database:
         if current < latest:
             raise SchemaOutOfDate(
                 f"database schema of {self.config.display} is at version {current}, this "
-                f"onthedot needs {latest}: run `onthedot migrate`"
+                f"onthedot needs {latest}: run `{self.migrate_hint()}`"
             )
         if current > latest:
             raise SchemaOutOfDate(

@@ -60,7 +60,7 @@ def test_worker_exit_runs_atexit_and_flushes_output(tmp_path: Path) -> None:
     result = run(tmp_path)
     assert result.returncode == 0, result.stderr
     assert "printed by the job" in result.stdout
-    assert "1 job(s) finished" in result.stderr
+    assert "1 attempt(s) ran: 1 succeeded" in result.stderr
     assert (tmp_path / "atexit-ran").read_text() == "yes"
 
 
@@ -69,7 +69,7 @@ def test_a_sqlite_worker_does_not_import_asyncio(tmp_path: Path) -> None:
     only the async API needs it, and a running event loop has imported it already."""
     result = run(tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "1 job(s) finished" in result.stderr
+    assert "1 attempt(s) ran: 1 succeeded" in result.stderr
     assert (tmp_path / "asyncio").read_text() == "False"
 
 

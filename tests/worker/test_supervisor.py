@@ -61,7 +61,7 @@ def test_burst_children_share_the_queue_and_the_supervisor_sums_up(
     assert proc.wait(60) == 0, log.read_text()
     assert states(app, ids) == [JobState.SUCCEEDED] * 40
     output = log.read_text()
-    assert "worker supervisor: 2 process(es) stopped (burst: queues empty); 40 job(s) finished" in (
+    assert "worker supervisor: 2 process(es) stopped (burst: queues empty); 40 attempt(s) ran" in (
         output
     )
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -106,7 +106,7 @@ def test_sigterm_to_the_supervisor_drains_every_child(
     assert proc.wait(60) == 0, log.read_text()
     assert states(app, ids) == [JobState.SUCCEEDED] * 2  # the running jobs were let finish
     assert worker_pids(pg_url) == set()  # every child deregistered
-    assert "2 process(es) stopped (signal SIGTERM); 2 job(s) finished" in log.read_text()
+    assert "2 process(es) stopped (signal SIGTERM); 2 attempt(s) ran" in log.read_text()
 
 
 def _children(pid: int) -> list[int]:
@@ -135,7 +135,7 @@ def test_sigterm_while_the_children_start_is_a_clean_stop(
     assert proc.wait(60) == 0, log.read_text()
     output = log.read_text()
     assert "event=worker_started" not in output  # it did reach them while starting
-    assert "2 process(es) stopped (signal SIGTERM while starting); 0 job(s) finished" in output
+    assert "2 process(es) stopped (signal SIGTERM while starting); no job ran" in output
     assert worker_pids(pg_url) == set()
 
 
@@ -147,5 +147,5 @@ def test_a_burst_on_empty_queues_starts_no_process(app: App, pg_url: str, tmp_pa
     proc, log = supervisor(pg_url, tmp_path, *args)
     assert proc.wait(60) == 0, log.read_text()
     output = log.read_text()
-    assert "0 process(es) stopped (burst: queues empty); 0 job(s) finished" in output
+    assert "0 process(es) stopped (burst: queues empty); no job ran" in output
     assert "event=worker_started" not in output

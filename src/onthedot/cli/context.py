@@ -76,7 +76,7 @@ class Context:
             raise click.ClickException(
                 f"no database at {Path(path).resolve()} ({config.display}): run from your "
                 "project's folder, pass --database or $ONTHEDOT_DATABASE_URL, or create it "
-                "with `onthedot migrate`"
+                f"with `{app.commands.migrate}`"
             )
         return app
 

@@ -56,7 +56,7 @@ def health(ctx: Context, check_worker: bool) -> None:
         click.echo(
             f"unhealthy: {database_label(app)}: schema at version {current}, this onthedot "
             f"needs {latest}: "
-            "run `onthedot migrate`",
+            f"run `{app.commands.migrate}`",
             err=True,
         )
         sys.exit(1)

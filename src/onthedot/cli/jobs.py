@@ -132,6 +132,10 @@ def jobs_list(
         )
 
 
+# Fields of a running attempt (see Job.to_json): `jobs show` prints them only while it runs.
+RUNNING_ONLY = ("began", "cancel_requested")
+
+
 @jobs.command("show")
 @click.argument("job_id", type=int)
 @click.option("--json", "as_json", is_flag=True)
@@ -148,8 +152,8 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
         return
     data["state"] = job.shown_state  # `claimed` while it waits in its worker
     for key, value in data.items():
-        if key in ("traceback", "errors"):
-            continue
+        if key in ("traceback", "errors") or (key in RUNNING_ONLY and value is None):
+            continue  # a finished or queued job has no running attempt to describe
         click.echo(f"{key}: {_shown(key, value)}")
     for entry in job.errors or []:
         click.echo(

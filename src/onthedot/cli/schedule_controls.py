@@ -39,7 +39,7 @@ def policy_options(fn: F) -> F:
     for name, help_text in (
         ("--timezone", "IANA time zone, e.g. Europe/Paris."),
         ("--catchup", "latest | all | none."),
-        ("--catchup-window", "How far back missed slots still run, e.g. 24h."),
+        ("--catchup-window", "How far back missed slots still run, e.g. 1d."),
         ("--overlap", "allow | skip | serialize."),
         ("--jitter", "Random delay below the period, e.g. 30s."),
         ("--queue", "Queue of the jobs."),

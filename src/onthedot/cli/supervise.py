@@ -125,7 +125,7 @@ def supervise(ctx: Context, app: App, options: WorkerOptions, processes: int) ->
     warn_of_new_database(ctx)
     queued = _preflight(app, options)
     if queued is None:
-        say("worker supervisor: 0 process(es) stopped (burst: queues empty); 0 job(s) finished")
+        say("worker supervisor: 0 process(es) stopped (burst: queues empty); no job ran")
         return  # nothing to start processes for (a burst child would exit at once)
     from onthedot.worker.supervisor import Supervisor  # not needed for an empty burst
 
@@ -141,9 +141,10 @@ def supervise(ctx: Context, app: App, options: WorkerOptions, processes: int) ->
     app.close()
     reasons = sorted(set(summary.reasons)) or ["no report"]
     restarts = f", {summary.restarts} restart(s)" if summary.restarts else ""
+    ran = f"{summary.jobs} attempt(s) ran" if summary.jobs else "no job ran"  # all outcomes
     say(
         f"worker supervisor: {processes} process(es) stopped ({'; '.join(reasons)}){restarts}; "
-        f"{summary.jobs} job(s) finished"
+        f"{ran}"
     )
     threads_until(time.monotonic() + options.grace)  # threads the app started here, if any
     if summary.failure:

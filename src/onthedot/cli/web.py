@@ -127,7 +127,7 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     report = app.schedules.check()
     if not report.ok:
         click.echo(report.render(), err=True)
-        click.echo("not started: fix the schedules above (`onthedot check`)", err=True)
+        click.echo(f"not started: fix the schedules above (`{app.commands('check')}`)", err=True)
         sys.exit(1)
     _ready(app)
     names = app_queues(app, queues)
@@ -159,8 +159,8 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
     sys.stderr.flush()
     worker = app.worker(queues=names, concurrency=concurrency)
     try:
-        done = worker.run()
+        worker.run()
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-    click.echo(f"onthedot dev stopped ({worker.stop_reason}); {done} job(s) finished", err=True)
+    click.echo(f"onthedot dev stopped ({worker.stop_reason}); {worker.tally.describe()}", err=True)

@@ -88,7 +88,10 @@ def _run(ctx: Context, options: WorkerOptions) -> None:
     report = app.schedules.check()
     if not report.ok:
         say(report.render(), level=logging.ERROR)
-        say("worker not started: fix the schedules above (`onthedot check`)", level=logging.ERROR)
+        say(
+            f"worker not started: fix the schedules above (`{app.commands('check')}`)",
+            level=logging.ERROR,
+        )
         sys.exit(1)
     metrics_token(options.metrics_host, options.metrics_port)  # one line before anything runs
     channel = Channel.from_environment()

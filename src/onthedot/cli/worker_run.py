@@ -6,6 +6,7 @@ option of the command reaches every process."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import click
 from onthedot.app import App
 from onthedot.cli.context import Context, app_queues
 from onthedot.cli.exit import threads_until
+from onthedot.cli.leftovers import burst_reason
 from onthedot.cli.new_database import warn_of_new_database
 from onthedot.cli.output import say
 from onthedot.domain.errors import OnthedotError
@@ -95,10 +97,15 @@ def run_worker(
     finally:
         if server is not None:
             server.stop()
-    say(f"worker {w.id} stopped ({w.stop_reason}); {done} job(s) finished")
+    reason = burst_reason(app, names, w.stop_reason)  # names ready jobs it does not know
+    if w.forced:
+        reason += f"; forced: {w.left_running} job(s) cut short, rescued after their lease"
+    say(f"worker {w.id} stopped ({reason}); {w.tally.describe()}")
     if channel is not None:
-        channel.stopped(w.stop_reason, done)
+        channel.stopped(reason, done)
     threads_until((w.stopped_at or time.monotonic()) + options.grace)
+    if w.forced:
+        sys.exit(1)  # work was cut short: a supervisor or a shell should see it
     return done
 
 

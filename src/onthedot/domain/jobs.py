@@ -113,7 +113,12 @@ class Job:
         return "claimed" if self.state is JobState.RUNNING and not self.began else str(self.state)
 
     def to_json(self) -> JsonObject:
-        """The JSON object shown by `jobs list --json` and the web UI."""
+        """The JSON object shown by `jobs list --json` and `jobs show`. `began` (the attempt
+        started executing) and `cancel_requested` (an operator asked it to stop) describe a
+        running attempt: null in any other state, where the state, attempts and errors tell
+        what happened (a job cancelled on request ends `cancelled`, error `cancelled on
+        request`)."""
+        running = self.state is JobState.RUNNING
         return {
             "id": self.id,
             "name": self.name,
@@ -136,9 +141,9 @@ class Job:
             "result": self.result,
             "error": self.error,
             "traceback": self.traceback,
-            "cancel_requested": self.cancel_requested,
+            "cancel_requested": self.cancel_requested if running else None,
             "errors": list[JsonValue](self.errors),
-            "began": self.began,
+            "began": self.began if running else None,
         }
 
 

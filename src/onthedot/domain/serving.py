@@ -60,3 +60,19 @@ def unserved(
     for names in live_workers_jobs:
         known.update(names)
     return [Unserved(n, c) for n, c in sorted(queued.items()) if c and n not in known]
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownHere:
+    """Ready jobs in a queue a worker serves whose names its app does not register: it never
+    claims them (a newer deploy's job, or a name enqueued by another app)."""
+
+    queue: str
+    names: tuple[tuple[str, int], ...]  # (name, queued jobs of it there) it does not know
+
+    def message(self) -> str:
+        listed = ", ".join(f"`{name}` ({queued} queued)" for name, queued in self.names)
+        return (
+            f"jobs are ready in queue {self.queue} under name(s) this worker does not know: "
+            f"{listed}; run a worker whose app registers them"
+        )

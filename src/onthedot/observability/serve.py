@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from onthedot.commandline import CommandLine
 from onthedot.domain.errors import OnthedotError
 from onthedot.observability import metrics
 from onthedot.observability.metrics_db import MetricsApp
@@ -13,6 +14,8 @@ from onthedot.storage.interface import Storage
 
 
 class ServedApp(MetricsApp, Protocol):
+    commands: CommandLine  # where the hint says how to migrate
+
     def raw_storage(self) -> Storage: ...
 
 
@@ -26,7 +29,10 @@ def readiness(app: ServedApp) -> str | None:
         text = str(exc).strip().splitlines()
         return f"database unavailable: {text[0] if text else type(exc).__name__}"
     if current != latest:
-        return f"schema at version {current}, this onthedot needs {latest}: run `onthedot migrate`"
+        return (
+            f"schema at version {current}, this onthedot needs {latest}: "
+            f"run `{app.commands.migrate}`"
+        )
     return None
 
 

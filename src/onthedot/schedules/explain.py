@@ -6,23 +6,30 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from onthedot.commandline import CommandLine
 from onthedot.domain.durations import format_duration
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter, JobState, iso
 
 if TYPE_CHECKING:
+    from onthedot.domain.definitions import ScheduleDef
     from onthedot.schedules.registry import ScheduleRegistry
-    from onthedot.storage.interface import Storage
+    from onthedot.storage.interface import Storage, WorkerRow
 
 
 _ACTIVE = (JobState.QUEUED, JobState.RUNNING)
 
 
 def explain(
-    registry: ScheduleRegistry, storage: Storage, now: datetime, key: str, lease: float = 30.0
+    registry: ScheduleRegistry,
+    storage: Storage,
+    now: datetime,
+    key: str,
+    lease: float = 30.0,
+    commands: CommandLine | None = None,
 ) -> str:
     """The explanation of schedule `key` at `now`: its definition, ledger row, next slots,
-    recent history, and a verdict."""
+    recent history, and a verdict (`commands` words its hints)."""
     declared = registry.declared()
     row = next(iter(storage.list_schedule_rows([key])), None)
     sched = declared.get(key)
@@ -129,19 +136,46 @@ def explain(
             job = f" job {r.job_id} ({r.job_state})" if r.job_id else ""
             lines.append(f"    {iso(r.slot)}  {r.outcome}{job}")
     overdue = row is not None and row.next_due_at is not None and row.next_due_at <= now
-    if not reasons and overdue and row is not None and not _scheduler_alive(storage, lease):
-        reasons.append(
-            f"it was due at {iso(row.next_due_at)} but no worker running the scheduler is "
-            "alive: start `onthedot worker` (without --no-scheduler)"
-        )
+    if not reasons:
+        due = row.next_due_at if row is not None and overdue else None
+        hints = commands or CommandLine()
+        reasons += _unserved(registry, sched, _live(storage, lease), due, hints)
     if not reasons:
         reasons.append("nothing holds it back: it fires at its next slot")
     lines.append("verdict: " + "; ".join(reasons))
     return "\n".join(lines)
 
 
-def _scheduler_alive(storage: Storage, lease: float) -> bool:
-    """Whether a worker running the scheduler has a heartbeat younger than the lease."""
-    return any(
-        w.scheduler and not w.stopping and w.heartbeat_age <= lease for w in storage.list_workers()
-    )
+def _live(storage: Storage, lease: float) -> list[WorkerRow]:
+    """The workers alive now: a heartbeat younger than the lease, not stopping."""
+    return [w for w in storage.list_workers() if not w.stopping and w.heartbeat_age <= lease]
+
+
+def _unserved(
+    registry: ScheduleRegistry,
+    sched: ScheduleDef | None,
+    live: list[WorkerRow],
+    due: datetime | None,
+    commands: CommandLine,
+) -> list[str]:
+    """Why no live worker fires it, or runs the jobs it enqueues (none: one would)."""
+    late = f"it was due at {iso(due)} but " if due is not None else ""
+    if not any(w.scheduler for w in live):
+        return [
+            f"{late}no live worker runs the scheduler, so it does not fire until one starts: "
+            f"start `{commands('worker')}` (without --no-scheduler)"
+        ]
+    if sched is None:
+        return []
+    if not any(sched.job in w.jobs for w in live):
+        return [
+            f"no live worker knows its job `{sched.job}`: its slots are enqueued, and their "
+            "jobs wait until a worker whose app registers it runs"
+        ]
+    queue = registry.queue_of(sched)
+    if not any(queue in w.queues for w in live):
+        return [
+            f"no live worker serves its queue `{queue}`: its slots are enqueued, and their jobs "
+            f"wait until one does (start one with -q {queue})"
+        ]
+    return []

@@ -78,12 +78,12 @@ class ScheduleRegistry:
         *,
         timezone: str = "UTC",
         catchup: str = "latest",
-        catchup_window: Any = "24h",
+        catchup_window: Any = "1d",
         overlap: str = "allow",
         jitter: Any = None,
         queue: str | None = None,
         priority: int | None = None,
-        grace: Any = "60s",
+        grace: Any = "1m",
         max_per_tick: int = 100,
         command: str | list[str] | None = None,
         shell: bool = False,
@@ -186,6 +186,12 @@ class ScheduleRegistry:
     def validate(self, decl: Declaration) -> tuple[ScheduleDef | None, list[Problem]]:
         """Validate one declaration against the registered jobs (runtime schedules use it)."""
         return validate(decl, self._jobs)
+
+    def queue_of(self, sched: ScheduleDef) -> str:
+        """The queue a schedule's jobs go to: its own, else its job's (`default` for a job
+        this code does not register)."""
+        job = self._jobs.get(sched.job)
+        return sched.queue or (job.queue if job is not None else "default")
 
     def declaration(self, key: str) -> Declaration:
         """The (first) declaration of `key`, as written in code."""

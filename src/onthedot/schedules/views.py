@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from onthedot.clock import Clock
+from onthedot.commandline import CommandLine
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import iso
 from onthedot.domain.payload import JsonValue
@@ -48,11 +49,16 @@ class ScheduleViews:
     """Every schedule, declared or runtime, as its ledger row and its definition show it."""
 
     def __init__(
-        self, storage: Callable[[], Storage], clock: Clock, registry: ScheduleRegistry
+        self,
+        storage: Callable[[], Storage],
+        clock: Clock,
+        registry: ScheduleRegistry,
+        commands: Callable[[], CommandLine] = CommandLine,
     ) -> None:
         self._storage = storage
         self._clock = clock
         self._registry = registry
+        self._commands = commands  # how a worker is started where the app runs (hints)
 
     def now(self) -> datetime:
         """The app's clock when it is fixed (tests), else the database clock."""
@@ -163,4 +169,5 @@ class ScheduleViews:
     def explain(self, key: str) -> str:
         """Why schedule `key` did or did not fire, in plain words (`schedules explain`)."""
         storage = self._storage()
-        return explain(self._registry, storage, self._clock.fixed_now() or storage.db_now(), key)
+        now = self._clock.fixed_now() or storage.db_now()
+        return explain(self._registry, storage, now, key, commands=self._commands())

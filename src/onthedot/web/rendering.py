@@ -4,12 +4,13 @@ times, durations and JSON values."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from onthedot.domain.durations import format_duration
 from onthedot.web.forms import key_path
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -28,6 +29,7 @@ def build_environment() -> Environment:
         local=local,
         ago=ago,
         seconds=seconds,
+        duration=duration,
         pretty=pretty,
         short=short,
         number=number,
@@ -68,7 +70,8 @@ def local(value: datetime | str | None, tz: str | None) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """A duration in the largest sensible unit: `45s`, `3m 20s`, `2h 5m`, `3d 4h`."""
+    """A measured duration (an age, a wait, a run), rounded to the largest sensible units:
+    `45s`, `3m 20s`, `2h 5m`, `3d 4h`. A configured one is shown by `duration`."""
     if value is None:
         return "-"
     total = int(abs(value))
@@ -82,6 +85,14 @@ def seconds(value: float | None) -> str:
         return f"{hours}h {minutes}m" if minutes else f"{hours}h"
     days, hours = divmod(hours, 24)
     return f"{days}d {hours}h" if hours else f"{days}d"
+
+
+def duration(value: timedelta | float | None) -> str:
+    """A configured duration (a timeout, a catch-up window, a jitter) exactly as onthedot
+    writes it everywhere, the CLI and the docs included: `30s`, `1h30m`, `1d`."""
+    if value is None:
+        return "-"
+    return format_duration(value if isinstance(value, timedelta) else timedelta(seconds=value))
 
 
 def ago(value: datetime | str | None, now: datetime) -> str:

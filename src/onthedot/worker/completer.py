@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import queue as queue_mod
+from collections import Counter
+from dataclasses import dataclass
 
 from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
@@ -23,6 +25,37 @@ from onthedot.worker.state import STOP, Done, Flags, OutcomeQueue, Pipeline
 log = logging.getLogger("onthedot.worker")
 
 MAX_BATCH = 5000  # outcomes per finish statement
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """The attempts a worker ran, by how each ended (as persisted): a job that failed twice and
+    then succeeded is three attempts, one job."""
+
+    succeeded: int = 0
+    retried: int = 0  # failed, and queued again for a later attempt
+    failed: int = 0  # failed for good
+    cancelled: int = 0
+
+    @property
+    def attempts(self) -> int:
+        return self.succeeded + self.retried + self.failed + self.cancelled
+
+    def describe(self) -> str:
+        """`3 attempt(s) ran: 1 succeeded, 2 failed and will be retried`, or `no job ran`."""
+        if not self.attempts:
+            return "no job ran"
+        parts = [
+            f"{count} {what}"
+            for count, what in (
+                (self.succeeded, "succeeded"),
+                (self.retried, "failed and will be retried"),
+                (self.failed, "failed for good"),
+                (self.cancelled, "cancelled"),
+            )
+            if count
+        ]
+        return f"{self.attempts} attempt(s) ran: {', '.join(parts)}"
 
 
 class Completer:
@@ -49,6 +82,8 @@ class Completer:
         self.backoff = backoff
         self.burst = burst
         self.processed = 0  # outcomes persisted
+        # the same, by kind, but for successes (processed less the rest): counted as emitted
+        self._ended: Counter[OutcomeKind] = Counter()
 
     def run(self) -> None:
         get = self.outcomes.get
@@ -85,7 +120,20 @@ class Completer:
         self.pipeline.persisted((job.id for job, _, _ in items), len(items), self.burst)
         self.emit(items)
 
+    def tally(self) -> Tally:
+        """The outcomes persisted so far, by kind."""
+        ended = self._ended.copy()
+        return Tally(
+            succeeded=self.processed - sum(ended.values()),
+            retried=ended[OutcomeKind.RETRY],
+            failed=ended[OutcomeKind.FAILED],
+            cancelled=ended[OutcomeKind.CANCELLED],
+        )
+
     def emit(self, items: list[Done]) -> None:
+        for _, o, _ in items:
+            if o.kind is not OutcomeKind.SUCCEEDED:
+                self._ended[o.kind] += 1
         emit_outcomes(self.events, items)
 
 

@@ -31,7 +31,7 @@ from onthedot.observability.events import WorkerStarted, WorkerStopped
 from onthedot.storage.interface import WorkerInfo
 from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.claimer import Claimer, ClaimOptions, PausedQueues
-from onthedot.worker.completer import Completer
+from onthedot.worker.completer import Completer, Tally
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
 from onthedot.worker.executor import Executors, JobWatch
 from onthedot.worker.maintenance import DatabaseBackoff, Keeper
@@ -97,6 +97,7 @@ class Worker:
         self.scheduler: SchedulerLike | None = None
         self.stop_reason = "finished"
         self.stopped_at: float | None = None  # monotonic: when it was first asked to stop
+        self.left_running = 0  # jobs still running when it stopped (rescued after their lease)
         self.generation = 0
 
         self.flags = Flags()
@@ -176,6 +177,17 @@ class Worker:
         return self.completer.processed
 
     @property
+    def forced(self) -> bool:
+        """Whether the stop cut work short: stopped at once (a second signal), or the grace
+        ran out with jobs still running (their leases expire and they are rescued)."""
+        return self.flags.hard_stop.is_set() or self.left_running > 0
+
+    @property
+    def tally(self) -> Tally:
+        """The attempts this worker ran, by how each ended (`processed` is their number)."""
+        return self.completer.tally()
+
+    @property
     def _threads(self) -> list[threading.Thread]:
         return list(self.threads)
 
@@ -197,7 +209,7 @@ class Worker:
 
     def run(self) -> int:
         """Run until stopped (or, with burst, until the queues are empty). Returns the number of
-        jobs this worker finished."""
+        attempts this worker ran (their outcomes persisted; `tally` says how each ended)."""
         with stop_on_signals(self, self.install_signals):
             started = time.monotonic()
             self._start()
@@ -310,7 +322,7 @@ class Worker:
             if self.pipeline.taken() <= 0:
                 break
             hard_stop.wait(0.02)
-        left = self.pipeline.taken()
+        left = self.left_running = self.pipeline.taken()
         if left > 0:
             log.warning(
                 "stopping with %d job(s) still running; they will be rescued after "

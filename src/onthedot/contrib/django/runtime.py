@@ -16,7 +16,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from onthedot.app import App
-from onthedot.contrib.django.settings import load_settings
+from onthedot.commandline import CommandLine
+from onthedot.contrib.django.settings import OnthedotSettings, load_settings
 from onthedot.domain.definitions import Declaration
 from onthedot.domain.errors import ConfigurationError
 from onthedot.jobs import JobFunction
@@ -46,8 +47,18 @@ def get_app() -> App:
             else:
                 app = App(conf.database_url)
             task_job(app)
+            app.commands = django_commands(conf)  # hints name manage.py, not `onthedot`
             config.onthedot_app = app
     return app
+
+
+def django_commands(conf: OnthedotSettings) -> CommandLine:
+    """onthedot's commands as typed in a Django project: `python manage.py onthedot ...`, and
+    Django's own `migrate` (for onthedot's database alias), which migrates onthedot's schema."""
+    migrate = "python manage.py migrate"
+    if conf.shares_url_with_django and conf.database != "default":
+        migrate += f" --database {conf.database}"
+    return CommandLine(prefix="python manage.py onthedot", migrate_command=migrate)
 
 
 def _import_app(path: str) -> App:
