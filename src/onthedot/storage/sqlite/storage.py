@@ -8,7 +8,6 @@ here, once per verb, unless a manual clock provides it.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
@@ -23,6 +22,7 @@ from onthedot.clock import Clock, SystemClock
 from onthedot.domain.errors import DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
+from onthedot.domain.nesting import load_stored
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sql.dialect import Row
@@ -309,7 +309,7 @@ class SqliteStorage(SqlStorage):
         """Nothing to send: other processes see the commit through `PRAGMA data_version`."""
 
     def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
-        loads = json.loads
+        loads = load_stored
         return [
             DueRow(
                 r[0],
