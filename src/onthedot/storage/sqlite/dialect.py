@@ -52,6 +52,9 @@ class SqliteDialect(Dialect):
     ) -> Any:
         return conn.execute(sql, params)
 
+    def allow_idle(self, conn: Conn, seconds: float) -> None:
+        """Nothing: no server ends a SQLite transaction (its write lock is the file's)."""
+
     def batch(
         self, conn: Conn, name: str, rows: Sequence[Mapping[str, Any]], shared: Mapping[str, Any]
     ) -> tuple[int, list[Row]]:
