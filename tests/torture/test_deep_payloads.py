@@ -3,16 +3,18 @@
 Python's `json` recurses once per level of arrays and objects, so a value nested about 1,000
 deep raises `RecursionError` wherever it is encoded or decoded. Before: `enqueue` accepted
 `json.loads("[" * 979 + "]" * 979)` (1,958 bytes, as a webhook could send); the worker that
-claimed it died in the claim's decoding (with the innocent jobs of its batch left `running`),
-and `onthedot jobs list` crashed for as long as the row existed.
+claimed it died in the claim's decoding, its whole batch with it, and `onthedot jobs list`
+crashed for as long as the row existed.
 
 Checked: enqueue refuses an argument nested past `MAX_NESTING` with one `ValueError` line
 naming the argument and the limit, and stores nothing; rows written directly with SQL (as an
 older version, or a hand, could) with arguments, keyword arguments, a result and an error
 history nested far deeper, and on SQLite text that is not JSON at all, are listed and shown by
 real `onthedot jobs list|show` and `onthedot web` processes; a real worker fails each hostile
-job at once with one line, runs every innocent job of the same batches, stays up, and stops
-on SIGTERM with exit 0.
+job at once with one line (appending to a hostile error history, too), runs every innocent
+job of the same batches, stays up, and stops on SIGTERM with exit 0. A runtime schedule whose
+stored definition is nested 5,000 deep is listed by `onthedot schedules list`, and the
+worker's scheduler keeps firing the declared schedules beside it, with no traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from onthedot import App, JobState
 from onthedot.config import parse_database_url
 from onthedot.domain.nesting import MAX_NESTING
 from tests.torture.chaos_app import create_tables, make_app
-from tests.torture.checker import Db
+from tests.torture.checker import FINAL, Db
 from tests.torture.harness import ROOT, ChaosLog, Fleet, wait_for, worker_env
 from tests.torture.webproc import serve_web
 
@@ -111,9 +114,17 @@ def test_hostile_rows_crash_nothing(
                 writer.set(job_id, column, text)
             writer.set(shown, "result", nested(DEEP))
             writer.set(shown, "errors", nested(DEEP, '[{"e":', "}]", "1"))
+            # Failing this job appends to its error history, in SQL.
+            writer.set(hostile["deep"], "errors", nested(DEEP, '[{"e":', "}]", "1"))
             if writer.backend == "sqlite":  # SQLite stores any text in a JSON column
                 hostile["garbage"] = innocent.enqueue(103, 20)
                 writer.set(hostile["garbage"], "args", "[1, 2")
+                writer.set(hostile["garbage"], "errors", "{not json")
+            # A runtime schedule whose stored definition is nested far too deep: the other
+            # schedules must still fire, and listings must show it.
+            client.schedules.create("hostile", "every 1s", "chaos.innocent", args=[1, 20])
+            deep_definition = '{"job": "chaos.innocent", "args": ' + nested(DEEP) + "}"
+            writer.set_definition("hostile", deep_definition)
         finally:
             writer.close()
 
@@ -133,12 +144,21 @@ def test_hostile_rows_crash_nothing(
             assert set(statuses.values()) == {200}, (statuses, web.output()[-3000:])
             assert "Traceback" not in web.output(), web.output()[-3000:]
 
+        schedules = _cli(db_url, "schedules", "list")
+        assert "hostile" in schedules, schedules
+
         fleet = Fleet(db_url, tmp_path, ChaosLog(), lease=2.0)
         watch = Db(db_url)
         try:
-            proc = fleet.start("-c", "2", "--no-scheduler")
+            proc = fleet.start("-c", "2")
             fleet.wait_started(proc)
-            wait_for(lambda: _waiting(watch) == 0 or not proc.alive(), "every job final", 90)
+            started = time.time()
+            everything = [*ids, *hostile.values()]
+            wait_for(lambda: _final(watch, everything) or not proc.alive(), "every job final", 90)
+            wait_for(
+                lambda: _fired_since(watch, "every-second", started) or not proc.alive(),
+                "a declared schedule to fire beside the hostile one",
+            )
             assert proc.alive(), f"the worker died:\n{proc.output()[-3000:]}"
             fleet.stop_all()
             log = proc.output()
@@ -164,9 +184,14 @@ def test_hostile_rows_crash_nothing(
         client.close()
 
 
-def _waiting(db: Db) -> int:
-    sql = "SELECT count(*) FROM onthedot_jobs WHERE state IN ('queued', 'running') AND queue = %s"
-    return int(db.rows(sql, "default")[0][0])
+def _final(db: Db, ids: list[int]) -> bool:
+    states = db.rows("SELECT id, state FROM onthedot_jobs")
+    return all(state in FINAL for job_id, state in states if job_id in ids)
+
+
+def _fired_since(db: Db, key: str, since: float) -> bool:
+    sql = f"SELECT count(*) FROM onthedot_jobs WHERE schedule_key = %s AND {db.ep('slot')} > %s"
+    return int(db.rows(sql, key, since)[0][0]) > 0
 
 
 def _cli(db_url: str, *args: str) -> str:
@@ -202,6 +227,14 @@ class _Writer:
         else:
             sql = f"UPDATE onthedot_jobs SET {column} = %s::jsonb WHERE id = %s"
         assert self._conn.execute(sql, (text, job_id)).rowcount == 1
+
+    def set_definition(self, key: str, text: str) -> None:
+        sql = "UPDATE onthedot_schedules SET definition = %s WHERE key = %s"
+        if self.backend == "sqlite":
+            sql = sql.replace("%s", "?")
+        else:
+            sql = sql.replace("= %s WHERE", "= %s::jsonb WHERE")
+        assert self._conn.execute(sql, (text, key)).rowcount == 1
 
     def close(self) -> None:
         self._conn.close()
