@@ -141,6 +141,8 @@ def test_hostile_rows_crash_nothing(
                 response = httpx.get(f"{web.url}/jobs/{job_id}", timeout=30)
                 statuses[f"/jobs/{job_id}"] = response.status_code
                 assert "not decoded" in response.text, response.text[:2000]
+            for page in ("/schedules", "/schedules/hostile"):
+                statuses[page] = httpx.get(web.url + page, timeout=30).status_code
             assert set(statuses.values()) == {200}, (statuses, web.output()[-3000:])
             assert "Traceback" not in web.output(), web.output()[-3000:]
 
