@@ -163,7 +163,10 @@ class SqliteStorage(SqlStorage):
         try:
             conn.execute("ROLLBACK")
         except sqlite3.Error:
-            self._local = threading.local()
+            if self.memory:
+                return  # the one connection holds the whole database: keep it
+            if getattr(self._local, "conn", None) is conn:
+                self._local.conn = None  # this thread opens a fresh one next time
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
 
