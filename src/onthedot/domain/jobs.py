@@ -76,6 +76,8 @@ class ClaimedJob:
     slot: datetime | None
     run_at: datetime | None = None  # when it became ready (None: the backend does not say)
     manual: bool = False  # an operator's "run now" (its unique key starts with MANUAL_PREFIX)
+    # Why its stored arguments could not be decoded (then args/kwargs are empty): it fails.
+    unreadable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,12 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any, TypeAlias, cast
 
 from onthedot.domain.fields import check_text
+from onthedot.domain.nesting import (
+    MAX_NESTING,
+    NestingError,
+    too_deep,
+    value_too_deep,
+)
 
 # A JSON value as `json.loads` returns it (job arguments and results, schedule definitions,
 # audit details, the JSON views of the CLI and the web).
@@ -18,15 +24,17 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments or result
+_LISTED = MAX_NESTING + 1  # the list of positional arguments (object of keyword ones) nests once
 
 
-def check_json(value: object, where: str) -> JsonValue:
+def check_json(value: object, where: str, *, limit: int = MAX_NESTING) -> JsonValue:
     """Raise TypeError/ValueError unless `value` is made only of JSON types: None, bool, int,
-    finite float, str, list/tuple, and dict with str keys. Strings must be storable by every
-    backend: no NUL character, no lone surrogate (undecoded bytes). Returns `value`."""
-    stack: list[tuple[Any, str]] = [(value, where)]  # `type() is` checks: no narrowing
+    finite float, str, list/tuple, and dict with str keys, nested at most `limit` deep
+    (`NestingError`). Strings must be storable by every backend: no NUL character, no lone
+    surrogate (undecoded bytes). Returns `value`."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]  # `type() is` checks: no narrowing
     while stack:
-        item, path = stack.pop()
+        item, path, depth = stack.pop()
         t = type(item)
         if t is str:
             _check_text(item, path)
@@ -37,8 +45,10 @@ def check_json(value: object, where: str) -> JsonValue:
             if not math.isfinite(item):
                 raise ValueError(f"{path} is {item!r}: JSON has no NaN or Infinity")
             continue
+        if (t is list or t is tuple or t is dict) and depth > limit:
+            raise NestingError(where)
         if t is list or t is tuple:
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
             continue
         if t is dict:
             for k, v in item.items():
@@ -48,7 +58,7 @@ def check_json(value: object, where: str) -> JsonValue:
                         "must be strings"
                     )
                 _check_text(k, f"{path} key {_short(k)}")
-                stack.append((v, f"{path}[{k!r}]"))
+                stack.append((v, f"{path}[{k!r}]", depth + 1))
             continue
         raise TypeError(
             f"{path} is a {t.__name__} ({_short(item)}), which is not JSON: pass only None, bool, "
@@ -96,29 +106,29 @@ _SUSPECT = re.compile(r"\\u(?:0000|d[89a-f])")
 
 
 def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tuple[str, str]:
-    """Validate job arguments (as `check_json` does, plus the size limit) and return their JSON
-    text. The common case (scalars and lists) is checked by the C encoder alone."""
+    """Validate job arguments (as `check_json` does, plus the size and nesting limits) and
+    return their JSON text. The common case (scalars and lists) is checked by the C encoder
+    alone."""
     try:
         args_json = _dumps(args) if args else "[]"
         kwargs_json = _dumps(kwargs) if kwargs else "{}"
     except ValueError as exc:
         if "ircular" in str(exc):  # check_json's walk would never end on a cycle
             raise ValueError(f"{where}: arguments contain a circular reference") from None
-        check_json(args, f"{where} args")
-        check_json(kwargs, f"{where} kwargs")
+        _check_arguments(args, kwargs, where)
         raise
     except (TypeError, RecursionError):
-        check_json(args, f"{where} args")
-        check_json(kwargs, f"{where} kwargs")
-        raise  # check_json found nothing: let the encoder's own error through
+        _check_arguments(args, kwargs, where)
+        raise  # nothing found: let the encoder's own error through
+    if too_deep(args_json, _LISTED) or too_deep(kwargs_json, _LISTED):
+        _check_nesting(args, kwargs, where)
     if (
         "{" in args_json
         or "{" in kwargs_json[1:]
         or _SUSPECT.search(args_json)
         or _SUSPECT.search(kwargs_json)
     ):
-        check_json(args, f"{where} args")
-        check_json(kwargs, f"{where} kwargs")
+        _check_arguments(args, kwargs, where)
     size = len(args_json) + len(kwargs_json)
     if size > MAX_PAYLOAD_BYTES:
         raise ValueError(
@@ -126,6 +136,22 @@ def encode_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> tup
             "limit; store large data elsewhere and pass a reference"
         )
     return args_json, kwargs_json
+
+
+def _check_arguments(args: list[Any], kwargs: dict[str, Any], where: str) -> None:
+    _check_nesting(args, kwargs, where)  # first: it stops at the limit, check_json goes deeper
+    check_json(args, f"{where} args", limit=_LISTED)
+    check_json(kwargs, f"{where} kwargs", limit=_LISTED)
+
+
+def _check_nesting(args: list[Any], kwargs: dict[str, Any], where: str) -> None:
+    """Raise `NestingError` naming the first argument nested deeper than `MAX_NESTING`."""
+    for i, value in enumerate(args):
+        if value_too_deep(value, MAX_NESTING):
+            raise NestingError(f"{where}: argument args[{i}]")
+    for key, value in kwargs.items():
+        if value_too_deep(value, MAX_NESTING):
+            raise NestingError(f"{where}: argument kwargs[{key!r}]")
 
 
 def result_too_large(result: JsonValue) -> str | None:

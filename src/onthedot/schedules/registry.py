@@ -166,6 +166,8 @@ class ScheduleRegistry:
         code no longer declares it), the stored one for `dynamic` rows (None if invalid)."""
         if row.source == "code":
             return self.declared().get(row.key)
+        if row.definition is not None and not isinstance(row.definition, dict):
+            return None  # stored JSON onthedot would not decode (domain/nesting.py)
         cache_key = (row.key, row.spec, row.timezone, json.dumps(row.definition, sort_keys=True))
         if cache_key not in self._dynamic_cache:
             decl = definition_to_declaration(row.key, row.spec, row.timezone, row.definition or {})

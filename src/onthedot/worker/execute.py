@@ -9,6 +9,7 @@ from typing import TypeVar
 from onthedot.context import JobContext, reset_current, set_current
 from onthedot.domain.errors import JobNotRegistered, JobTimeout
 from onthedot.domain.jobs import ClaimedJob, Outcome, OutcomeKind
+from onthedot.domain.nesting import NestingError
 from onthedot.domain.payload import JsonValue, check_json, result_too_large
 from onthedot.domain.retry import Backoff
 
@@ -41,18 +42,22 @@ def _format_traceback(exc: BaseException) -> str:
 
 
 def success(job: ClaimedJob, result: object) -> Outcome:
+    """A job returned `result`. Never raises: whatever the result, the executor thread must
+    live on to report it."""
     stored: JsonValue = None
     if result is not None:
         try:
             stored = check_json(result, "result")
+            problem = result_too_large(stored)
+        except NestingError:  # encoding it would recurse past Python's limit
+            problem = f"ResultTooDeep: {NestingError('the result', verb='return')}"
         except BaseException:  # not JSON, or an object whose repr raises while checking
             # The work is done; a result we cannot store must not make it run again.
             stored = {"repr": _text(result, repr)[:_MAX_ERROR], "note": "result was not JSON"}
-        else:
-            too_large = result_too_large(stored)
-            if too_large is not None:
-                # Not retried: the same code would return the same result again.
-                return Outcome(job.id, OutcomeKind.FAILED, error=too_large, attempt=job.attempt)
+            problem = None
+        if problem is not None:
+            # Not retried: the same code would return the same result again.
+            return Outcome(job.id, OutcomeKind.FAILED, error=problem, attempt=job.attempt)
     return Outcome(job.id, OutcomeKind.SUCCEEDED, result=stored, attempt=job.attempt)
 
 
@@ -82,6 +87,13 @@ def failure(
 def not_registered(job: ClaimedJob, exc: JobNotRegistered) -> Outcome:
     # Retried like a failure: during a rolling deploy a newer worker may know the job.
     return failure(job, exc, None, with_traceback=False)
+
+
+def unreadable(job: ClaimedJob, why: str) -> Outcome:
+    """A job whose stored arguments cannot be decoded (a row written by hand or by an older
+    version): failed at once, without a retry (the row would not change)."""
+    error = _storable(f"UnreadableArguments: job {job.id} ({job.name}) cannot run: {why}")
+    return Outcome(job.id, OutcomeKind.FAILED, error=error[:_MAX_ERROR], attempt=job.attempt)
 
 
 def timed_out(job: ClaimedJob, backoff: Backoff | None) -> Outcome:

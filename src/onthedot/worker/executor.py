@@ -184,6 +184,9 @@ class Executors:
         except JobNotRegistered as exc:
             self.finish(job, execute.not_registered(job, exc), None)
             return False
+        if job.unreadable is not None:
+            self.finish(job, execute.unreadable(job, job.unreadable), None)
+            return False
         job, headers = split_headers(job)
         if self.events.wants(JobStarted):
             self.events.emit(self._started(job))

@@ -119,6 +119,7 @@ class Keeper:
                     self.heartbeat()
                     last_beat = now
                     next_beat = now + self.heartbeat_every
+                    errors = 0
                 if now >= next_rescue:
                     self.rescue()
                     next_rescue = now + max(self.lease / 2, 0.05)
@@ -127,12 +128,20 @@ class Keeper:
                     next_prune = now + (PRUNE_PAUSE if more else 60.0)
                 self.refresh_paused(now)
                 self.give_back_stale(now)
-                errors = 0
             except (OnthedotError, OSError) as exc:
                 errors += 1
                 self.backoff.error("heartbeat", exc, errors, wait=False)
-                next_beat = now + min(2.0**errors * 0.1, 5.0)
+                next_beat, next_rescue = self._after_error(now, errors, next_rescue)
             stop.wait(0.05)
+
+    def _after_error(self, now: float, errors: int, next_rescue: float) -> tuple[float, float]:
+        """When to try the heartbeat and the rescue again after a database error (an outage,
+        a full disk). The heartbeat: after a growing pause, never longer than its own
+        interval, so that once the database is back every live worker renews its leases
+        within that interval. The rescue: not before a lease after that, since the leases
+        that ran out meanwhile are those of live workers too, which renew them by then."""
+        pause = min(0.1 * 2.0 ** min(errors, 6), 5.0, self.heartbeat_every)
+        return now + pause, max(next_rescue, now + pause + self.lease)
 
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()

@@ -12,6 +12,8 @@ from psycopg import errors as pg_errors
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 from onthedot.storage.sqlfile import load_queries
 
+_ALLOW_IDLE = b"SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+
 
 class PostgresDialect(Dialect):
     name = "postgres"
@@ -49,6 +51,11 @@ class PostgresDialect(Dialect):
         self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
     ) -> Any:
         return conn.execute(sql.encode(), params, prepare=prepare)
+
+    def allow_idle(self, conn: Conn, seconds: float) -> None:
+        # SET LOCAL: it ends with the transaction, so it holds behind a transaction pooler
+        # (PgBouncer) and leaves the server connection as it found it.
+        conn.execute(_ALLOW_IDLE, (f"{max(1, round(seconds * 1000))}ms",))
 
     def batch(
         self, conn: Conn, name: str, rows: Sequence[Mapping[str, Any]], shared: Mapping[str, Any]

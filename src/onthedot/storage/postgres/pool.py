@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from onthedot.domain.nesting import load_stored
 from onthedot.storage.postgres.prepared import PoolerSafeCursor
 
 
@@ -31,6 +33,10 @@ def connection_kwargs(pooler: str) -> dict[str, Any]:
 
 
 def _configure_pooled(conn: psycopg.Connection[Any]) -> None:
+    # json/jsonb columns decoded by onthedot's one rule for stored JSON: a value nested past
+    # the limit (a row written by hand or by an older version) is not handed to json.loads,
+    # whose recursion would raise in the middle of a fetch (and lose the whole batch).
+    set_json_loads(load_stored, conn)
     # TimeZone is one of the parameters PgBouncer tracks per client and sets again on whichever
     # server connection runs the client's next transaction, so this holds behind it too.
     conn.execute("SET TIME ZONE 'UTC'")

@@ -40,7 +40,7 @@ from onthedot.storage.postgres.rows import aenqueue_rows, enqueue_rows
 from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
-from onthedot.storage.sql.dialect import Row
+from onthedot.storage.sql.dialect import IDLE_LIMIT, Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.wakeup import Wakeup
 
@@ -214,11 +214,13 @@ class PostgresStorage(SqlStorage):
         with self._errors(), psycopg.connect(self.direct_url, autocommit=True) as conn:
             _configure(conn)
             with conn.transaction():
+                _D.allow_idle(conn, IDLE_LIMIT)
                 yield conn
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
         with self._read() as conn, conn.transaction():
+            _D.allow_idle(conn, IDLE_LIMIT)
             yield conn
 
     def at(self, now: datetime | None) -> Self:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from onthedot.domain.jobs import MANUAL_PREFIX, ClaimedJob, Job, JobState
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
-from onthedot.domain.payload import JsonObject
+from onthedot.domain.nesting import Undecodable, load_stored
+from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.storage.interface import WorkerRow
 from onthedot.storage.sql.dialect import Dialect, Row
 
@@ -20,28 +21,61 @@ def _utc_z(entry: JsonObject) -> JsonObject:
     return entry
 
 
+def _errors(value: object) -> list[JsonObject]:
+    if isinstance(value, list):
+        return [_utc_z(e) for e in value if isinstance(e, dict)]
+    return [] if value is None else [{"error": str(value)}]
+
+
 def claimed(d: Dialect, rows: list[Row]) -> list[ClaimedJob]:
     # RETURNING order is unspecified: restore claim order (priority, run_at, id).
     rows.sort(key=lambda r: (-r[10], r[11], r[0]))
-    loads = json.loads
     fromtimestamp = datetime.fromtimestamp
-    return [
-        ClaimedJob(
-            r[0],
-            r[1],
-            loads(r[2]),
-            loads(r[3]),
-            r[4],
-            r[5],
-            r[6],
-            r[7],
-            r[8],
-            d.opt_dt(r[9]),
-            fromtimestamp(r[11], UTC),  # both claims return run_at as epoch seconds
-            bool(r[12]) and str(r[12]).startswith(MANUAL_PREFIX),
+    jobs = []
+    for r in rows:
+        args, kwargs = load_stored(r[2]), load_stored(r[3])
+        unreadable = _unreadable(args, kwargs)
+        jobs.append(
+            ClaimedJob(
+                r[0],
+                r[1],
+                [] if unreadable else args,
+                {} if unreadable else kwargs,
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                r[8],
+                d.opt_dt(r[9]),
+                fromtimestamp(r[11], UTC),  # both claims return run_at as epoch seconds
+                bool(r[12]) and str(r[12]).startswith(MANUAL_PREFIX),
+                unreadable,
+            )
         )
-        for r in rows
-    ]
+    return jobs
+
+
+def _unreadable(args: object, kwargs: object) -> str | None:
+    """Why a claimed job's stored arguments cannot be handed to its function, or None."""
+    for what, value, kind in (("arguments", args, list), ("keyword arguments", kwargs, dict)):
+        if isinstance(value, Undecodable):
+            return f"its stored {what} are {value.reason}"
+        if not isinstance(value, kind):
+            return f"its stored {what} are not a JSON {'array' if kind is list else 'object'}"
+    return None
+
+
+def _args(value: object) -> list[JsonValue]:
+    """Stored positional arguments as shown: what could not be decoded is shown as a note."""
+    return value if isinstance(value, list) else [str(value)]
+
+
+def _object(value: object) -> JsonObject:
+    return value if isinstance(value, dict) else {"(not decoded)": str(value)}
+
+
+def _shown(value: object) -> JsonValue:
+    return str(value) if isinstance(value, Undecodable) else value  # type: ignore[return-value]
 
 
 def job(d: Dialect, r: Row) -> Job:
@@ -51,8 +85,8 @@ def job(d: Dialect, r: Row) -> Job:
         queue=r[2],
         state=JobState(r[3]),
         priority=r[4],
-        args=d.json_in(r[5]),
-        kwargs=d.json_in(r[6]),
+        args=_args(d.json_in(r[5])),
+        kwargs=_object(d.json_in(r[6])),
         attempts=r[7],
         max_attempts=r[8],
         run_at=d.dt(r[9]),
@@ -64,11 +98,11 @@ def job(d: Dialect, r: Row) -> Job:
         schedule_key=r[15],
         slot=d.opt_dt(r[16]),
         worker_id=r[17],
-        result=d.json_in(r[18]),
+        result=_shown(d.json_in(r[18])),
         error=r[19],
         traceback=r[20],
         cancel_requested=bool(r[21]),
-        errors=[_utc_z(e) for e in d.json_in(r[22]) or []],
+        errors=_errors(d.json_in(r[22])),
         began=bool(r[23]),
     )
 
@@ -101,7 +135,7 @@ def ledger_row(d: Dialect, r: Row) -> LedgerRow:
         cursor=d.dt(r[5]),
         next_due_at=d.opt_dt(r[6]),
         generation=r[7],
-        definition=d.json_in(r[8]),
+        definition=None if r[8] is None else _object(d.json_in(r[8])),
         removed_at=d.opt_dt(r[9]),
         paused=bool(r[10]),
         paused_until=d.opt_dt(r[11]),
@@ -131,7 +165,7 @@ def audit(d: Dialect, r: Row) -> AuditEntry:
         action=r[3],
         key=r[4],
         note=r[5],
-        details=d.json_in(r[6]),
+        details=None if r[6] is None else _object(d.json_in(r[6])),
         at=d.dt(r[1]),
         id=r[0],
     )

@@ -16,6 +16,15 @@ from typing import Any
 Conn = Any
 Row = Any  # a tuple-like row
 
+# How long one of onthedot's own transactions may sit idle, its process deciding what to write
+# next, before PostgreSQL ends it and frees its row locks: a process stopped in the middle of
+# one (SIGSTOP, a paused VM, a swap storm) must not stall the schedules and jobs it locked for
+# longer. Those idle gaps are onthedot's own work between two statements (milliseconds), never
+# user code. The sync of declared schedules plans every one of them inside its transaction, so
+# it gets `SYNC_IDLE_PER_ROW` more per schedule. docs/reliability.md.
+IDLE_LIMIT = 5.0
+SYNC_IDLE_PER_ROW = 0.001
+
 
 class Dialect(ABC):
     """Codecs and statement runners of one database; stateless."""
@@ -67,6 +76,11 @@ class Dialect(ABC):
     ) -> Any:
         """Execute one statement; return the cursor. `prepare` (PostgreSQL): True at once,
         False never, None after a few runs (psycopg's default)."""
+
+    @abstractmethod
+    def allow_idle(self, conn: Conn, seconds: float) -> None:
+        """Let the open transaction sit idle at most `seconds` before the database ends it
+        (PostgreSQL; SQLite has no server to do so)."""
 
     @abstractmethod
     def batch(

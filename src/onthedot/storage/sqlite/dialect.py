@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from onthedot.domain.nesting import load_stored
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 from onthedot.storage.sqlfile import load_queries
 from onthedot.storage.sqlite.timeconv import from_ts, opt_ts, slot_ts
@@ -38,7 +39,7 @@ class SqliteDialect(Dialect):
         return from_ts(value)
 
     def json_in(self, value: Any) -> Any:
-        return None if value is None else json.loads(value)
+        return None if value is None else load_stored(value)
 
     def array(self, values: Sequence[Any]) -> str:
         return json.dumps(list(values))
@@ -50,6 +51,9 @@ class SqliteDialect(Dialect):
         self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
     ) -> Any:
         return conn.execute(sql, params)
+
+    def allow_idle(self, conn: Conn, seconds: float) -> None:
+        """Nothing: no server ends a SQLite transaction (its write lock is the file's)."""
 
     def batch(
         self, conn: Conn, name: str, rows: Sequence[Mapping[str, Any]], shared: Mapping[str, Any]

@@ -88,10 +88,15 @@ SET state = :state,
     result = :result,
     error = :error,
     traceback = :tb,
+    -- A history that is not a JSON array SQLite can parse (written by hand, or nested past
+    -- its depth limit) starts again: SQLite's JSON functions raise on it, which would fail
+    -- every outcome of the batch.
     errors = CASE WHEN :error IS NULL THEN errors
-                  ELSE json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
-                      'attempt', attempts, 'at', :now_iso, 'error', :error,
-                      'worker_id', worker_id)) END,
+                  ELSE json_insert(
+                      CASE WHEN NOT json_valid(errors) THEN '[]'
+                           WHEN json_type(errors) = 'array' THEN errors ELSE '[]' END,
+                      '$[#]', json_object('attempt', attempts, 'at', :now_iso, 'error', :error,
+                                          'worker_id', worker_id)) END,
     lease_until = NULL,
     cancel_requested = 0
 WHERE id = :id AND (:attempt = 0 OR attempts = :attempt) AND worker_id = :worker_id
@@ -151,8 +156,11 @@ SET state = :state,
     run_at = CASE WHEN :state = 'failed' THEN run_at ELSE :now END,
     error = :error,
     traceback = NULL,
-    errors = json_insert(COALESCE(errors, '[]'), '$[#]', json_object(
-        'attempt', attempts, 'at', :now_iso, 'error', :error, 'worker_id', worker_id)),
+    errors = json_insert(
+        CASE WHEN NOT json_valid(errors) THEN '[]'
+             WHEN json_type(errors) = 'array' THEN errors ELSE '[]' END,
+        '$[#]', json_object('attempt', attempts, 'at', :now_iso, 'error', :error,
+                            'worker_id', worker_id)),
     lease_until = NULL,
     lost = lost + :lost,
     solo = max(solo, :solo)
@@ -419,7 +427,8 @@ SELECT :now,
 SELECT key, source, fingerprint, spec, timezone, cursor, next_due_at, paused, paused_until,
        definition,
        CASE WHEN s.key IN (SELECT value FROM json_each(:skip_keys))
-                 OR json_extract(s.definition, '$.overlap') = 'skip'
+                 OR CASE WHEN json_valid(s.definition)
+                         THEN json_extract(s.definition, '$.overlap') = 'skip' END
             THEN (SELECT count(*) FROM onthedot_jobs j
                   WHERE j.schedule_key = s.key AND j.state IN ('queued', 'running'))
             ELSE 0 END

@@ -8,7 +8,7 @@ here, once per verb, unless a manual clock provides it.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import random
 import sqlite3
@@ -23,6 +23,7 @@ from onthedot.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
+from onthedot.domain.nesting import load_stored
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sql.dialect import Row
@@ -129,11 +130,15 @@ class SqliteStorage(SqlStorage):
         conn = self._raw()
         if not self._schema_ready:
             self._ensure_schema()
-        if self.memory:
-            with self._write_lock:
+        try:
+            if self.memory:
+                with self._write_lock:
+                    yield conn
+            else:
                 yield conn
-        else:
-            yield conn
+        except sqlite3.OperationalError as exc:
+            self._raise_unavailable(exc)
+            raise
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -145,24 +150,53 @@ class SqliteStorage(SqlStorage):
             self._begin(conn)
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException as exc:
-                conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc):
-                    raise self._read_only(exc) from exc
+                self._rollback(conn)
+                if isinstance(exc, sqlite3.OperationalError):
+                    self._raise_unavailable(exc)
                 raise
-            else:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.OperationalError as exc:
-                    if "readonly" in str(exc):
-                        raise self._read_only(exc) from exc
-                    raise
 
-    def _read_only(self, exc: sqlite3.Error) -> DatabaseUnavailable:
-        return DatabaseUnavailable(
-            f"SQLite database {self.path!r} is read-only ({exc}): give this process write "
-            "access to the file and its folder"
-        )
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        """End a failed transaction. SQLite may have rolled it back already (a full disk
+        does); a connection that cannot roll back is dropped, never reused mid-transaction."""
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            if self.memory:
+                return  # the one connection holds the whole database: keep it
+            if getattr(self._local, "conn", None) is conn:
+                self._local.conn = None  # this thread opens a fresh one next time
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def _raise_unavailable(self, exc: sqlite3.OperationalError) -> None:
+        """A write the file cannot take for now (read-only, full, an I/O error) is raised as
+        an outage: a worker waits and says why, keeping what it holds. Else nothing."""
+        unavailable = self._unavailable(exc)
+        if unavailable is not None:
+            raise unavailable from exc
+
+    def _unavailable(self, exc: sqlite3.OperationalError) -> DatabaseUnavailable | None:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code == sqlite3.SQLITE_READONLY or "readonly" in str(exc):
+            return DatabaseUnavailable(
+                f"SQLite database {self.path!r} is read-only ({exc}): give this process write "
+                "access to the file and its folder"
+            )
+        if code == sqlite3.SQLITE_FULL:
+            return DatabaseUnavailable(
+                f"SQLite database {self.path!r} is full ({exc}): free space on its disk; "
+                "writes resume once there is room"
+            )
+        if code == sqlite3.SQLITE_IOERR:
+            return DatabaseUnavailable(
+                f"SQLite database {self.path!r} failed to read or write its file ({exc}): "
+                "check its disk (space, errors)"
+            )
+        return None
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         try:
@@ -311,7 +345,7 @@ class SqliteStorage(SqlStorage):
         """Nothing to send: other processes see the commit through `PRAGMA data_version`."""
 
     def _due_rows(self, raw: list[Row]) -> Iterable[DueRow]:
-        loads = json.loads
+        loads = load_stored
         return [
             DueRow(
                 r[0],
