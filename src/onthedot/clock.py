@@ -88,6 +88,19 @@ class ManualClock:
         return wake.wait(min(seconds, 0.01))
 
 
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def lease_clock() -> float:
+    """Seconds on the clock a worker proves its claims on (`worker/leases.py`): monotonic
+    (never stepped) and, where the system has CLOCK_BOOTTIME (Linux), counting the time a
+    suspended machine slept, which `time.monotonic()` leaves out. A worker must never think
+    less time passed than did; a rescuer, the reverse, so rescuers use `time.monotonic()`."""
+    if _BOOTTIME is None:
+        return time.monotonic()
+    return time.clock_gettime(_BOOTTIME)
+
+
 class FollowingClock:
     """Forwards to `target`, which may be replaced after the components were built (the App's
     clock, swapped for a ManualClock by a test): everyone handed this clock follows."""

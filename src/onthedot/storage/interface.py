@@ -115,6 +115,15 @@ class RescuedJob:
     queue: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """What a heartbeat did: the jobs whose leases it extended, and those of them with a
+    cancel request."""
+
+    renewed: frozenset[int]
+    cancel: frozenset[int]
+
+
 class EnqueuedSlot(NamedTuple):
     """A slot history row a tick wrote. A named tuple rather than a frozen dataclass: a burst
     returns one per slot (100k at once), and a tuple is two to three times cheaper to build."""
@@ -244,10 +253,11 @@ class Storage(Protocol):
         *,
         held: Collection[int] | None = None,
         started: Collection[int] = (),
-    ) -> set[int]:
+    ) -> Renewal:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
         `held`, only of those: a job claimed by a statement whose reply was lost then expires
-        and is rescued); `started`: held jobs now executing. Return those cancel-requested."""
+        and is rescued); `started`: held jobs now executing. Return the jobs renewed and
+        those of them cancel-requested."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""

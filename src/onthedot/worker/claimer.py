@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.storage.interface import Storage
 from onthedot.storage.wakeup import Wakeup
@@ -224,12 +224,13 @@ class Claimer:
             return False
         self._alone_at = now
         for queue_name in self.paused.active(opts.queues):
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
             job = self.storage.claim_alone(
                 opts.worker_id, queue_name, opts.lease, names=self.names()
             )
             if job is not None:
                 self._alone_at = 0.0  # look again as soon as this one is done
-                self.pipeline.add_claimed([job], alone=True)
+                self.pipeline.add_claimed([job], alone=True, sent=sent)
                 return True
         return False
 
@@ -247,11 +248,12 @@ class Claimer:
             if want <= 0:
                 pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
             jobs = self.storage.claim_jobs(
                 opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
             )
             if jobs:
-                pipeline.add_claimed(jobs)
+                pipeline.add_claimed(jobs, sent=sent)
                 total += len(jobs)
                 if len(jobs) >= want:
                     pipeline.claimed(asked, total)

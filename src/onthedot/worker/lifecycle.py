@@ -95,7 +95,9 @@ class Worker:
         self.flags = Flags()
         self.threads = Threads()
         self.pipeline = Pipeline(
-            sizing=ClaimSizing(concurrency, batch_size or None, prefetch), executors=concurrency
+            sizing=ClaimSizing(concurrency, batch_size or None, prefetch),
+            executors=concurrency,
+            lease=self.lease,
         )
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()

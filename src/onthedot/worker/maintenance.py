@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
 from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
 from onthedot.storage.interface import Storage
@@ -126,6 +126,7 @@ class Keeper:
                     more = self.prune()
                     next_prune = now + (PRUNE_PAUSE if more else 60.0)
                 self.refresh_paused(now)
+                self.give_back_unproven()
                 self.give_back_stale(now)
                 errors = 0
             except (OnthedotError, OSError) as exc:
@@ -137,13 +138,34 @@ class Keeper:
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
         started = self.running.started_ids()
-        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
+        # When the statement was sent, not when its answer came: the leases it extends run
+        # from a database instant no earlier than this (worker/leases.py).
+        sent = lease_clock()
+        renewal = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
+        self.pipeline.renewed(renewal.renewed, sent)
         if self.events.wants(WorkerHeartbeat):
             self.events.emit(WorkerHeartbeat(self.worker_id, len(held)))
-        if cancel:
-            for future in self.running.request_cancel(cancel):
+        if renewal.cancel:
+            for future in self.running.request_cancel(renewal.cancel):
                 future.cancel()
         self.running.forget_finished_cancels()
+
+    def give_back_unproven(self) -> None:
+        """Jobs an executor did not start because their claim could no longer be proven (the
+        process was frozen or starved past their lease): given back, which does nothing to
+        those already rescued and queues the others again, their attempt not counted."""
+        unproven = self.pipeline.unproven_ids()
+        if unproven:
+            given = self.storage.release_jobs(self.worker_id, unproven)
+            self.pipeline.given_back(unproven)
+            log.warning(
+                "did not start %d claimed job(s): their claim was no longer proven (this "
+                "process was paused or starved for about a lease, %ss); %d given back, the "
+                "others were rescued meanwhile",
+                len(unproven),
+                self.lease,
+                given,
+            )
 
     def give_back_stale(self, now: float) -> None:
         """A prefetched job that waited `HOLD_LIMIT` s in the buffer (every executor busy, for

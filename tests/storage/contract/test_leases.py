@@ -23,7 +23,8 @@ def test_heartbeat_extends_leases(storage: Storage) -> None:
     (theirs,) = storage.at(T0).enqueue([new_job("h", queue="other")])
     storage.at(T0).claim_jobs("w1", "default", 2, 10)  # leased until T0+10
     storage.at(T0).claim_jobs("w2", "other", 1, 10)
-    assert storage.at(at(8)).heartbeat("w1", 10) == set()  # w1's leases: until T0+18
+    beat = storage.at(at(8)).heartbeat("w1", 10)  # w1's leases: until T0+18
+    assert (sorted(beat.renewed), beat.cancel) == (mine, frozenset())
     rescued = storage.at(at(12)).rescue_jobs()
     assert [r.id for r in rescued] == [theirs]
     assert storage.at(at(17.5)).rescue_jobs() == []
@@ -34,13 +35,14 @@ def test_heartbeat_extends_leases(storage: Storage) -> None:
 def test_heartbeat_returns_cancel_requests(storage: Storage) -> None:
     a, b = storage.at(T0).enqueue([new_job("h"), new_job("h")])
     storage.at(T0).claim_jobs("w1", "default", 2, 30)
-    assert storage.at(at(1)).heartbeat("w1", 30) == set()
+    assert storage.at(at(1)).heartbeat("w1", 30).cancel == set()
     storage.at(at(2)).job_action("cancel", b)
     assert job(storage, b).cancel_requested and job(storage, b).state is JobState.RUNNING
-    assert storage.at(at(3)).heartbeat("w1", 30) == {b}
-    assert storage.at(at(3)).heartbeat("w2", 30) == set()
+    assert storage.at(at(3)).heartbeat("w1", 30).cancel == {b}
+    assert storage.at(at(3)).heartbeat("w2", 30).renewed == set()
     storage.at(at(4)).finish_jobs("w1", [Outcome(b, OutcomeKind.CANCELLED)])
-    assert storage.at(at(5)).heartbeat("w1", 30) == set()
+    beat = storage.at(at(5)).heartbeat("w1", 30)
+    assert (beat.renewed, beat.cancel) == ({a}, set())  # b is finished: no longer renewed
     assert job(storage, b).state is JobState.CANCELLED and not job(storage, b).cancel_requested
     assert job(storage, a).state is JobState.RUNNING
 
