@@ -110,6 +110,10 @@ def test_a_sync_job_whose_claim_lapsed_is_set_aside_not_run() -> None:
     assert ran == [1] and rig.outcomes.get_nowait()[0].id == 2
     rig.pipeline.given_back([1])
     assert rig.pipeline.unproven_ids() == [] and rig.pipeline.taken() == 0
+    rig.executors.run_one(rig.claim(3, age=LEASE))
+    assert rig.pipeline.take_unstarted() == [3]  # a shutdown gives it back first...
+    rig.pipeline.given_back([3])  # ...and the keeper's give-back, done meanwhile, counts nothing
+    assert rig.pipeline.taken() == 0
 
 
 def test_an_async_job_whose_claim_lapsed_before_its_loop_began_it_is_set_aside() -> None:

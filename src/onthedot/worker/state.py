@@ -233,8 +233,10 @@ class Pipeline:
         """Jobs set aside unproven were given back (or found taken by another worker)."""
         with self.cond:
             gone = set(job_ids)
-            self.unproven = [i for i in self.unproven if i not in gone]
-            self.inflight -= len(gone)
+            left = [i for i in self.unproven if i not in gone]
+            # Only those still set aside: a shutdown may have taken them meanwhile.
+            self.inflight -= len(self.unproven) - len(left)
+            self.unproven = left
             self.room.notify()
 
     def take_unstarted(self) -> list[int]:
