@@ -23,6 +23,10 @@ class Clock(Protocol):
         """The time storage verbs must use, or None to use the database clock."""
         ...
 
+    def monotonic(self) -> float:
+        """Seconds that never step: how long a rescuer has watched a lease."""
+        ...
+
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         """Sleep up to `seconds`; return True if `wake` was set."""
         ...
@@ -39,6 +43,10 @@ class SystemClock:
 
     def fixed_now(self) -> datetime | None:
         return None
+
+    def monotonic(self) -> float:
+        # Leaves out a suspended machine's sleep: a rescuer must never think more time passed.
+        return time.monotonic()
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         if wake is None:
@@ -58,6 +66,7 @@ class ManualClock:
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime (add tzinfo=UTC)")
         self._now = start.astimezone(UTC)
+        self._origin = self._now
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
@@ -66,6 +75,11 @@ class ManualClock:
 
     def fixed_now(self) -> datetime | None:
         return self.now()
+
+    def monotonic(self) -> float:
+        """Seconds of manual time since the clock was made: it moves only when the test moves
+        it."""
+        return (self.now() - self._origin).total_seconds()
 
     def set(self, value: datetime) -> None:
         if value.tzinfo is None:
@@ -113,6 +127,9 @@ class FollowingClock:
 
     def fixed_now(self) -> datetime | None:
         return self.target.fixed_now()
+
+    def monotonic(self) -> float:
+        return self.target.monotonic()
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         return self.target.sleep(seconds, wake)

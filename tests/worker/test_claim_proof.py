@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from onthedot import App, JobState, SystemClock
+from onthedot import JobState
 from onthedot.clock import lease_clock
 from onthedot.domain.jobs import ClaimedJob, NewJob
 from onthedot.domain.retry import Backoff
@@ -23,9 +23,10 @@ from onthedot.observability.events import EventBus
 from onthedot.storage.interface import Storage
 from onthedot.worker.executor import Executors
 from onthedot.worker.leases import HeldLeases
-from onthedot.worker.maintenance import DatabaseBackoff, Keeper
+from onthedot.worker.maintenance import Keeper
 from onthedot.worker.state import Flags, OutcomeQueue, Pipeline, RunningJobs, Threads
 from tests.waiting import wait_for
+from tests.worker.keepers import keeper
 
 LEASE = 2.0
 
@@ -116,6 +117,18 @@ def test_a_sync_job_whose_claim_lapsed_is_set_aside_not_run() -> None:
     assert rig.pipeline.taken() == 0
 
 
+def test_jobs_given_back_stay_counted_until_the_give_back_is_written() -> None:
+    """So that a worker holding nothing claims no job alone (a rescued one, maybe one it gives
+    back) before its give-back statement ran: that statement would then give back the new
+    claim."""
+    pipeline = Pipeline(max_inflight=4, lease=LEASE)
+    pipeline.add_claimed([_job(1), _job(2)])
+    assert pipeline.take_stale(time.monotonic() + 1) == [1, 2]
+    assert not pipeline.empty() and pipeline.held_ids() == []
+    pipeline.released(2)
+    assert pipeline.empty()
+
+
 def test_an_async_job_whose_claim_lapsed_before_its_loop_began_it_is_set_aside() -> None:
     ran: list[int] = []
     release = threading.Event()
@@ -138,32 +151,8 @@ def test_an_async_job_whose_claim_lapsed_before_its_loop_began_it_is_set_aside()
     rig.executors.stop_loop()
 
 
-@pytest.fixture(params=["sqlite", "pg"])
-def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    url = request.getfixturevalue(f"{request.param}_url")
-    app = App(url, log_events=False)
-    app.migrate()
-    yield app.storage
-    app.close()
-
-
 def _keeper(storage: Storage, pipeline: Pipeline) -> Keeper:
-    flags = Flags()
-    events = EventBus()
-    return Keeper(
-        worker_id="w1",
-        storage=storage,
-        clock=SystemClock(),
-        events=events,
-        lease=LEASE,
-        retention=timedelta(days=7),
-        pipeline=pipeline,
-        running=RunningJobs(),
-        flags=flags,
-        backoff=DatabaseBackoff(events, flags),
-        enforce_timeouts=lambda now: None,
-        refresh_paused=lambda now: None,
-    )
+    return keeper(storage, worker_id="w1", lease=LEASE, pipeline=pipeline)
 
 
 class _Timed:

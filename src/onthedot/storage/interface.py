@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
 from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
+from onthedot.domain.rescue import Lease
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -272,9 +273,17 @@ class Storage(Protocol):
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
 
-    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
+    def ending_leases(self, within: float, *, limit: int = 10000) -> list[Lease]:
+        """The leases of running jobs that end within `within` seconds from now (or ended),
+        soonest first: what a rescuer watches (`domain.rescue.LeaseWatch`)."""
+
+    def rescue_jobs(
+        self, *, limit: int = 1000, only: Collection[Lease] | None = None
+    ) -> list[RescuedJob]:
         """Jobs running with an expired lease go back to queued (or to failed when they have no
-        attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
+        attempts left), with a WorkerLost error recorded; with `only`, just those of them whose
+        lease is still as given (not renewed since it was read). Safe to run from every
+        worker."""
 
     def prune(
         self,

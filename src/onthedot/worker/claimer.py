@@ -20,6 +20,8 @@ from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
 from onthedot.worker.state import Flags, Pipeline
 
+BURST_EMPTY = "burst: queues empty"  # the reason a burst worker's claimer stops
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimOptions:
@@ -131,7 +133,7 @@ class Claimer:
                 # job may free a lock key, or a retry may be due at once), checked twice.
                 if self.pipeline.drained(0.05):
                     if settled:
-                        return "burst: queues empty"
+                        return BURST_EMPTY
                     settled = True
                 else:
                     settled = False

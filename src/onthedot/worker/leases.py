@@ -3,8 +3,10 @@
 A claim is proven until one lease after the instant (`clock.lease_clock`, monotonic) at which
 the statement that took or last renewed it was *sent* (the claim, or a heartbeat that named the
 job among those it extended), never when its answer came: the database starts the lease no
-earlier than it receives the statement, so until then no other worker can have rescued the job;
-after it, this worker cannot tell.
+earlier than it receives the statement, and a rescuer takes a job only after it has seen the
+job's lease unrenewed for a whole lease on its own monotonic clock (`domain.rescue.LeaseWatch`).
+So until then no other worker can have the job, whatever the wall clocks do; after it, this
+worker cannot tell.
 
 A worker never starts a job whose claim it cannot still prove with `START_MARGIN` to spare (the
 moment between the check and the start): one that waited in the buffer while the process was

@@ -6,6 +6,7 @@ thread waits out database trouble."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -13,6 +14,7 @@ from typing import TypeVar
 
 from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
+from onthedot.domain.rescue import LeaseWatch
 from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
 from onthedot.storage.interface import Storage
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
@@ -32,6 +34,7 @@ PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
 # at most this many seconds after a start (one batched write for all the starts meanwhile).
 START_REPORT = 1.0
 HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
+WATCH_LIMIT = 10000  # leases read per rescue pass (the soonest ending first)
 
 
 class DatabaseBackoff:
@@ -101,6 +104,9 @@ class Keeper:
         self.refresh_paused = refresh_paused
         self.prune_step = prune_step
         self._pass: _PrunePass | None = None
+        self.watch = LeaseWatch(lease)
+        self.passes = 0  # rescue turns taken
+        self.rescued = 0  # jobs rescued
 
     def run(self) -> None:
         next_beat = 0.0
@@ -120,8 +126,7 @@ class Keeper:
                     last_beat = now
                     next_beat = now + self.heartbeat_every
                 if now >= next_rescue:
-                    self.rescue()
-                    next_rescue = now + max(self.lease / 2, 0.05)
+                    next_rescue = now + min(max(self.lease / 2, 0.05), self.rescue())
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (PRUNE_PAUSE if more else 60.0)
@@ -173,13 +178,32 @@ class Keeper:
         an idle worker to take; this worker then claims only for idle executors."""
         stale = self.pipeline.take_stale(now - HOLD_LIMIT)
         if stale:
-            self.storage.release_jobs(self.worker_id, stale)
+            try:
+                self.storage.release_jobs(self.worker_id, stale)
+            finally:
+                self.pipeline.released(len(stale))
             log.info("gave back %d prefetched jobs that waited %ss", len(stale), HOLD_LIMIT)
 
-    def rescue(self) -> None:
-        rescued = self.storage.rescue_jobs()
+    def rescue(self) -> float:
+        """Watch the leases ending within half a lease; rescue those this worker has seen
+        unrenewed for a whole lease of its clock's `monotonic()` (`domain.rescue.LeaseWatch`).
+        Returns the seconds until the next watched lease becomes due (infinity: none)."""
+        limit = WATCH_LIMIT
+        leases = self.storage.ending_leases(self.lease / 2, limit=limit)
+        now = self.clock.monotonic()  # after the read: the leases were seen by then
+        due = self.watch.due(leases, now, complete=len(leases) < limit)
+        rescued = self.storage.rescue_jobs(only=due) if due else []
+        self.watch.forget(r.id for r in rescued)
         for r in rescued:
             self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued, r.queue))
+        self.rescued += len(rescued)
+        self.passes += 1
+        due_at = self.watch.next_due(now)
+        return math.inf if due_at is None else due_at - now
+
+    def watching(self) -> bool:
+        """Whether leases this keeper watches are still to be decided (renewed or rescued)."""
+        return self.watch.watching()
 
     def prune(self) -> bool:
         """One step of a prune pass (at most `prune_step` jobs deleted); True while the pass

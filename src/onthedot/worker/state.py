@@ -254,8 +254,9 @@ class Pipeline:
 
     def take_stale(self, claimed_before: float) -> list[int]:
         """Take out of the buffer the jobs claimed before monotonic `claimed_before` that no
-        executor has started (every one is busy); the ids, to be given back. Until a job
-        finishes, claims are then only for idle executors."""
+        executor has started (every one is busy); the ids, to be given back (then `released`:
+        until then they are counted, so that nothing is claimed alone before the give-back is
+        written). Until a job finishes, claims are then only for idle executors."""
         with self.cond:
             if not self.claimed_at or min(self.claimed_at.values()) >= claimed_before:
                 return []
@@ -266,9 +267,14 @@ class Pipeline:
             for job_id in stale:
                 del self.claimed_at[job_id]
             self.held.discard(stale)
-            self.inflight -= len(stale)
             self.hold_back = True
             return sorted(stale)
+
+    def released(self, count: int) -> None:
+        """Jobs taken by `take_stale` were given back."""
+        with self.cond:
+            self.inflight -= count
+            self.room.notify()
 
     def taken(self) -> int:
         with self.cond:

@@ -8,6 +8,7 @@ import pytest
 
 from onthedot import JobFilter, JobState
 from onthedot.domain.jobs import Outcome, OutcomeKind
+from onthedot.domain.rescue import Lease
 from onthedot.storage.interface import Storage, WorkerInfo
 from tests.storage.contract.conftest import T0, at, job, new_job, run_threads, succeed
 
@@ -74,6 +75,39 @@ def test_rescue_requeues_or_fails(storage: Storage) -> None:
     assert (second.id, second.attempt, second.requeued) == (again, 2, False)
     assert len(job(storage, again).errors) == 2
     assert storage.at(at(100)).rescue_jobs() == []
+
+
+def test_ending_leases_lists_what_a_rescuer_watches(storage: Storage) -> None:
+    a, b, c = storage.at(T0).enqueue([new_job("r"), new_job("r"), new_job("r")])
+    storage.at(T0).claim_jobs("w1", "default", 1, 10)  # a: until T0+10
+    storage.at(at(4)).claim_jobs("w2", "default", 1, 10)  # b: until T0+14
+    assert storage.at(at(1)).ending_leases(5) == []
+    assert storage.at(at(6)).ending_leases(5) == [Lease(a, at(10))]
+    assert storage.at(at(12)).ending_leases(5) == [Lease(a, at(10)), Lease(b, at(14))]
+    assert storage.at(at(12)).ending_leases(5, limit=1) == [Lease(a, at(10))]
+    storage.at(at(8)).heartbeat("w1", 10)  # a: until T0+18
+    assert storage.at(at(12)).ending_leases(5) == [Lease(b, at(14))]
+    assert job(storage, c).state is JobState.QUEUED  # never listed: not running
+
+
+def test_rescue_of_watched_leases_skips_those_renewed_since(storage: Storage) -> None:
+    a, b, c = storage.at(T0).enqueue([new_job("r"), new_job("r"), new_job("r")])
+    storage.at(T0).claim_jobs("w1", "default", 3, 10)  # until T0+10
+    seen = storage.at(at(11)).ending_leases(0)
+    assert seen == [Lease(a, at(10)), Lease(b, at(10)), Lease(c, at(10))]
+    storage.at(at(12)).heartbeat("w1", 10, held=[b])  # b renewed after it was seen
+    # c was seen, but is not among those handed over: only `only` is rescued.
+    rescued = storage.at(at(13)).rescue_jobs(only=seen[:2])
+    assert [r.id for r in rescued] == [a]
+    assert [job(storage, i).state for i in (a, b, c)] == [
+        JobState.QUEUED,
+        JobState.RUNNING,
+        JobState.RUNNING,
+    ]
+    # Not rescued while its lease has not ended by the storage's clock, even if handed over.
+    assert storage.at(at(5)).rescue_jobs(only=[Lease(c, at(10))]) == []
+    assert [r.id for r in storage.at(at(13)).rescue_jobs(only=[Lease(c, at(10))])] == [c]
+    assert storage.at(at(13)).rescue_jobs(only=[]) == []
 
 
 def test_rescue_respects_limit(storage: Storage) -> None:
