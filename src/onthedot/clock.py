@@ -23,6 +23,10 @@ class Clock(Protocol):
         """The time storage verbs must use, or None to use the database clock."""
         ...
 
+    def monotonic(self) -> float:
+        """Seconds that never step: how long a rescuer has watched a lease."""
+        ...
+
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         """Sleep up to `seconds`; return True if `wake` was set."""
         ...
@@ -39,6 +43,10 @@ class SystemClock:
 
     def fixed_now(self) -> datetime | None:
         return None
+
+    def monotonic(self) -> float:
+        # Leaves out a suspended machine's sleep: a rescuer must never think more time passed.
+        return time.monotonic()
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         if wake is None:
@@ -58,6 +66,7 @@ class ManualClock:
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime (add tzinfo=UTC)")
         self._now = start.astimezone(UTC)
+        self._origin = self._now
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
@@ -66,6 +75,11 @@ class ManualClock:
 
     def fixed_now(self) -> datetime | None:
         return self.now()
+
+    def monotonic(self) -> float:
+        """Seconds of manual time since the clock was made: it moves only when the test moves
+        it."""
+        return (self.now() - self._origin).total_seconds()
 
     def set(self, value: datetime) -> None:
         if value.tzinfo is None:
@@ -88,6 +102,19 @@ class ManualClock:
         return wake.wait(min(seconds, 0.01))
 
 
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def lease_clock() -> float:
+    """Seconds on the clock a worker proves its claims on (`worker/leases.py`): monotonic
+    (never stepped) and, where the system has CLOCK_BOOTTIME (Linux), counting the time a
+    suspended machine slept, which `time.monotonic()` leaves out. A worker must never think
+    less time passed than did; a rescuer, the reverse, so rescuers use `time.monotonic()`."""
+    if _BOOTTIME is None:
+        return time.monotonic()
+    return time.clock_gettime(_BOOTTIME)
+
+
 class FollowingClock:
     """Forwards to `target`, which may be replaced after the components were built (the App's
     clock, swapped for a ManualClock by a test): everyone handed this clock follows."""
@@ -100,6 +127,9 @@ class FollowingClock:
 
     def fixed_now(self) -> datetime | None:
         return self.target.fixed_now()
+
+    def monotonic(self) -> float:
+        return self.target.monotonic()
 
     def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
         return self.target.sleep(seconds, wake)

@@ -152,6 +152,9 @@ def test_liveness_follows_the_keeper_through_a_database_outage() -> None:
 
 
 def test_rescued_jobs_are_counted_by_job_and_queue(app: App) -> None:
+    # A rescuer takes a dead worker's job once it has seen its lease unrenewed for a whole lease
+    # of its own: a short one, so that the burst worker below waits that long at most.
+    app.lease = 0.3
     register(app)
     m = metrics.instrument(app)
     app.jobs["echo"].enqueue_with([1], queue="mail")

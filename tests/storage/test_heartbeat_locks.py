@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from onthedot import App
-from onthedot.storage.interface import Storage
+from onthedot.storage.interface import Renewal, Storage
 from tests.storage.contract.conftest import T0, at, new_job
 
 
@@ -37,7 +37,7 @@ def test_heartbeat_skips_a_row_another_transaction_holds(
     storage.at(T0).claim_jobs("w1", "default", 2, 10)  # leased until T0+10
     with psycopg.connect(pg_url) as other:  # a transaction holding one of the rows
         other.execute("SELECT id FROM onthedot_jobs WHERE id = %s FOR UPDATE", (locked,))
-        beat: list[set[int]] = []
+        beat: list[Renewal] = []
         ids = [locked, free] if held else None
         thread = threading.Thread(
             target=lambda: beat.append(storage.at(at(5)).heartbeat("w1", 10, held=ids)),
@@ -47,7 +47,7 @@ def test_heartbeat_skips_a_row_another_transaction_holds(
         thread.join(10)
         assert not thread.is_alive(), "the heartbeat waited for a row another transaction holds"
         other.rollback()
-    assert beat == [set()]
+    assert [b.renewed for b in beat] == [{free}]  # the locked row: not renewed
     assert _lease(pg_url, free) == at(15)
     assert _lease(pg_url, locked) == at(10)  # skipped: the next beat extends it
     storage.at(at(6)).heartbeat("w1", 10, held=ids)

@@ -5,6 +5,10 @@ Configuration comes from the environment, so each worker process can differ:
 - $ONTHEDOT_TEST_LEASE: the lease in seconds (default 2, so killed workers' jobs come back fast);
 - $ONTHEDOT_TEST_CLOCK_OFFSET: seconds this worker's own clock is shifted by (clock skew; the
   database clock still decides what is due);
+- $ONTHEDOT_TEST_CLOCK_STEP_FILE: a file holding seconds added to this process's wall clock,
+  re-read at every use, for its storage verbs too (`SteppedClock`: a clock step, as an NTP
+  step or a VM resume makes; on PostgreSQL it stands for a step of the database clock as this
+  process's statements see it);
 - $ONTHEDOT_TEST_OLD_DEPLOY: set, the app is the older deploy that lacks `chaos.newjob`.
 
 A worker records (pid, time) in `torture_workers` once it is up. Two schedules: `every-second`
@@ -22,7 +26,8 @@ import os
 import sqlite3
 import threading
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -175,6 +180,15 @@ def newjob(n: int) -> int:
     return n
 
 
+def gated(n: int, gate: str) -> int:
+    """A job that runs until the file `gate` exists."""
+    recorder.start()
+    while not os.path.exists(gate):
+        time.sleep(0.02)
+    recorder.end(failed=False)
+    return n
+
+
 def hang() -> None:
     """A job that never returns (for as long as a test lasts)."""
     time.sleep(3600)
@@ -192,12 +206,29 @@ async def ticker(n: int) -> int:
     return n
 
 
+class SteppedClock(SystemClock):
+    """The system clock plus the seconds written in `path`, also for storage verbs (with the
+    database's clock unused, as with a ManualClock): a process whose wall clock was stepped."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = Path(path)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=float(self.path.read_text() or 0))
+
+    def fixed_now(self) -> datetime | None:
+        return self.now()
+
+
 def make_app(database_url: str | None = None, *, log_events: bool = True) -> App:
     offset = float(os.environ.get("ONTHEDOT_TEST_CLOCK_OFFSET", "0") or 0)
+    step_file = os.environ.get("ONTHEDOT_TEST_CLOCK_STEP_FILE")
+    clock = SteppedClock(step_file) if step_file else SystemClock(offset=timedelta(seconds=offset))
     application = App(
         database_url,
         lease=float(os.environ.get("ONTHEDOT_TEST_LEASE", "2")),
-        clock=SystemClock(offset=timedelta(seconds=offset)),
+        clock=clock,
         log_events=log_events,
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
@@ -205,6 +236,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     application.job(name="chaos.innocent", max_attempts=3)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
     application.job(name="chaos.hang", max_attempts=1)(hang)
+    application.job(name="chaos.gated", max_attempts=3)(gated)
     if not os.environ.get("ONTHEDOT_TEST_OLD_DEPLOY"):
         application.job(name="chaos.newjob", max_attempts=3, backoff=BACKOFF)(newjob)
     application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)

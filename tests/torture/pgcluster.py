@@ -60,8 +60,9 @@ def free_port() -> int:
 class PrivateCluster:
     """One PostgreSQL cluster of our own: `start`, `stop`, `restart`, `remove`."""
 
-    def __init__(self, *settings: str) -> None:
-        """`settings`: more server settings, `name=value` each (passed as `-c name=value`)."""
+    def __init__(self, *settings: str, env: dict[str, str] | None = None) -> None:
+        """`settings`: more server settings, `name=value` each (passed as `-c name=value`);
+        `env`: more environment for the server processes (e.g. libfaketime's)."""
         bindir = _bindir()
         assert bindir is not None, unavailable_reason()
         self.bindir = bindir
@@ -72,6 +73,7 @@ class PrivateCluster:
         self.port = free_port()
         self.as_root = os.geteuid() == 0
         self.settings = settings
+        self.env = env or {}
         self._make_root()
         try:
             self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-N")
@@ -89,6 +91,8 @@ class PrivateCluster:
 
     def _run(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(self.bindir / tool), *args]
+        if self.env:
+            command = ["env", *(f"{k}={v}" for k, v in self.env.items()), *command]
         if self.as_root:
             command = ["runuser", "-u", "postgres", "--", *command]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)

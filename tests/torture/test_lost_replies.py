@@ -44,11 +44,11 @@ def test_only_the_leases_a_worker_holds_are_extended(app: App) -> None:
     held, lost = storage.at(T0).enqueue([_new(), _new()])
     assert len(storage.at(T0).claim_jobs("w1", "default", 2, 10)) == 2
     # w1 got only `held` back: the reply naming `lost` never arrived.
-    assert storage.at(at(8)).heartbeat("w1", 10, held=[held]) == set()
+    assert storage.at(at(8)).heartbeat("w1", 10, held=[held]).renewed == {held}
     assert [r.id for r in storage.at(at(12)).rescue_jobs()] == [lost]
     assert _job(storage, held).state is JobState.RUNNING
     assert _job(storage, lost).state is JobState.QUEUED
-    assert storage.at(at(13)).heartbeat("w1", 10, held=[]) == set()  # holds nothing: no-op
+    assert storage.at(at(13)).heartbeat("w1", 10, held=[]).renewed == set()  # holds nothing
     assert [r.id for r in storage.at(at(19)).rescue_jobs()] == [held]
 
 

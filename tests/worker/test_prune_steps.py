@@ -5,12 +5,9 @@ and only its last step prunes the other tables. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
-
-from onthedot import App, JobFilter, JobState, ManualClock
+from onthedot import JobFilter, JobState, ManualClock
 from onthedot.domain.jobs import NewJob, Outcome, OutcomeKind
 from onthedot.observability.events import EventBus
 from onthedot.storage.interface import Storage, WorkerInfo
@@ -20,15 +17,6 @@ from onthedot.worker.state import Flags, Pipeline, RunningJobs
 T0 = ManualClock().now()
 NOW = T0 + timedelta(days=10)  # the retention is 7 days: jobs finished at T0 are due
 STEP = 20
-
-
-@pytest.fixture(params=["sqlite", "pg"])
-def storage(request: pytest.FixtureRequest) -> Iterator[Storage]:
-    url = request.getfixturevalue(f"{request.param}_url")
-    app = App(url, log_events=False)
-    app.migrate()
-    yield app.storage
-    app.close()
 
 
 def _finished(storage: Storage, n: int, when_days: float) -> list[int]:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
 from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
+from onthedot.domain.rescue import Lease
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -113,6 +114,15 @@ class RescuedJob:
     attempt: int
     requeued: bool  # False: it had no attempts left and is now failed
     queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    """What a heartbeat did: the jobs whose leases it extended, and those of them with a
+    cancel request."""
+
+    renewed: frozenset[int]
+    cancel: frozenset[int]
 
 
 class EnqueuedSlot(NamedTuple):
@@ -244,10 +254,11 @@ class Storage(Protocol):
         *,
         held: Collection[int] | None = None,
         started: Collection[int] = (),
-    ) -> set[int]:
+    ) -> Renewal:
         """Mark the worker alive and extend the leases of its running jobs to now+lease (with
         `held`, only of those: a job claimed by a statement whose reply was lost then expires
-        and is rescued); `started`: held jobs now executing. Return those cancel-requested."""
+        and is rescued); `started`: held jobs now executing. Return the jobs renewed and
+        those of them cancel-requested."""
 
     def register_worker(self, worker: WorkerInfo) -> None:
         """Insert (or replace) the worker's row."""
@@ -262,9 +273,17 @@ class Storage(Protocol):
     def list_workers(self) -> list[WorkerRow]:
         """Every registered worker, newest first, with its heartbeat age."""
 
-    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
+    def ending_leases(self, within: float, *, limit: int = 10000) -> list[Lease]:
+        """The leases of running jobs that end within `within` seconds from now (or ended),
+        soonest first: what a rescuer watches (`domain.rescue.LeaseWatch`)."""
+
+    def rescue_jobs(
+        self, *, limit: int = 1000, only: Collection[Lease] | None = None
+    ) -> list[RescuedJob]:
         """Jobs running with an expired lease go back to queued (or to failed when they have no
-        attempts left), with a WorkerLost error recorded. Safe to run from every worker."""
+        attempts left), with a WorkerLost error recorded; with `only`, just those of them whose
+        lease is still as given (not renewed since it was read). Safe to run from every
+        worker."""
 
     def prune(
         self,

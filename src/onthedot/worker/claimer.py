@@ -13,12 +13,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.storage.interface import Storage
 from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
 from onthedot.worker.state import Flags, Pipeline
+
+BURST_EMPTY = "burst: queues empty"  # the reason a burst worker's claimer stops
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ class Claimer:
                 # job may free a lock key, or a retry may be due at once), checked twice.
                 if self.pipeline.drained(0.05):
                     if settled:
-                        return "burst: queues empty"
+                        return BURST_EMPTY
                     settled = True
                 else:
                     settled = False
@@ -224,12 +226,13 @@ class Claimer:
             return False
         self._alone_at = now
         for queue_name in self.paused.active(opts.queues):
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
             job = self.storage.claim_alone(
                 opts.worker_id, queue_name, opts.lease, names=self.names()
             )
             if job is not None:
                 self._alone_at = 0.0  # look again as soon as this one is done
-                self.pipeline.add_claimed([job], alone=True)
+                self.pipeline.add_claimed([job], alone=True, sent=sent)
                 return True
         return False
 
@@ -247,11 +250,12 @@ class Claimer:
             if want <= 0:
                 pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
             jobs = self.storage.claim_jobs(
                 opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
             )
             if jobs:
-                pipeline.add_claimed(jobs)
+                pipeline.add_claimed(jobs, sent=sent)
                 total += len(jobs)
                 if len(jobs) >= want:
                     pipeline.claimed(asked, total)

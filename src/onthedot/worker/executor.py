@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Protocol, cast
 
 import onthedot.worker.execute as execute
-from onthedot.clock import Clock, SystemClock
+from onthedot.clock import Clock, SystemClock, lease_clock
 from onthedot.context import JobContext
 from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.jobs import ClaimedJob, Outcome
@@ -188,6 +188,9 @@ class Executors:
             self.finish(job, execute.unreadable(job, job.unreadable), None)
             return False
         job, headers = split_headers(job)
+        if not self.pipeline.proven(job.id, lease_clock()):
+            self.pipeline.set_aside(job.id)  # it may be another worker's by now: not run
+            return False
         if self.events.wants(JobStarted):
             self.events.emit(self._started(job))
         fn = jf.fn
@@ -246,6 +249,11 @@ class Executors:
         async def guarded() -> Outcome | None:
             if not self.running.begin(running, submission):
                 return None  # moved to a fresh loop while this one was blocked
+            if not self.pipeline.proven(job.id, lease_clock()):
+                # The loop started it late (blocked, or the process frozen) and the claim may
+                # be another worker's by now: not run, given back by the keeper.
+                self.pipeline.set_aside(job.id)
+                return None
             call = running.call or cast(Callable[..., Awaitable[object]], jf.fn)
             return await execute.run_async(call, job, self._context(job), jf.backoff)
 
@@ -269,8 +277,8 @@ class Executors:
                     if fut.cancelled()
                     else execute.failure(job, exc, jf.backoff)
                 )
-            assert outcome is not None  # only a moved submission returns None
-            self.finish(job, outcome, running.started)
+            if outcome is not None:  # None: set aside unproven, never started
+                self.finish(job, outcome, running.started)
 
         future.add_done_callback(done)
 

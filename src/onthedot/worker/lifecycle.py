@@ -30,7 +30,7 @@ from onthedot.domain.errors import OnthedotError
 from onthedot.observability.events import WorkerStarted, WorkerStopped
 from onthedot.storage.interface import WorkerInfo
 from onthedot.storage.wakeup import Wakeup
-from onthedot.worker.claimer import Claimer, ClaimOptions, PausedQueues
+from onthedot.worker.claimer import BURST_EMPTY, Claimer, ClaimOptions, PausedQueues
 from onthedot.worker.completer import Completer, Tally
 from onthedot.worker.deps import SchedulerLike, WorkerDeps
 from onthedot.worker.executor import Executors, JobWatch
@@ -105,6 +105,7 @@ class Worker:
         self.pipeline = Pipeline(
             sizing=ClaimSizing(concurrency, batch_size or None, prefetch, backlog),
             executors=concurrency,
+            lease=self.lease,
         )
         self.running = RunningJobs()
         outcomes: OutcomeQueue = queue_mod.SimpleQueue()
@@ -214,10 +215,31 @@ class Worker:
             started = time.monotonic()
             self._start()
             reason = self.claimer.run(started)
+            while reason == BURST_EMPTY and self._rescued_before_leaving():
+                reason = self.claimer.run(started)  # run what the keeper rescued, then leave
             if reason is not None:
                 self.stop(reason=reason)
             self._shutdown()
         return self.processed
+
+    def _rescued_before_leaving(self) -> bool:
+        """A burst worker that found the queues empty lets its keeper decide the leases it
+        watches before it leaves (a dead worker's jobs are rescued once seen unrenewed for a
+        whole lease, `domain.rescue.LeaseWatch`), for at most two leases: whether it rescued
+        some (then they are claimed). Without watched leases it leaves at once, and so it does
+        under a test's clock, which moves only when the test moves it."""
+        keeper, stopping = self.keeper, self.flags.stopping
+        if self.deps.clock.fixed_now() is not None:
+            return False
+        rescued = keeper.rescued
+        deadline = time.monotonic() + 2 * self.lease
+        while not stopping.is_set() and time.monotonic() < deadline:
+            if keeper.rescued != rescued:
+                return True
+            if keeper.passes and not keeper.watching():
+                return False
+            stopping.wait(0.02)
+        return keeper.rescued != rescued
 
     # -- start and stop ---------------------------------------------------------------------
     def _start(self) -> None:

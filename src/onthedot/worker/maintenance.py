@@ -6,13 +6,15 @@ thread waits out database trouble."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
+from onthedot.domain.rescue import LeaseWatch
 from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
 from onthedot.storage.interface import Storage
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
@@ -32,6 +34,7 @@ PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
 # at most this many seconds after a start (one batched write for all the starts meanwhile).
 START_REPORT = 1.0
 HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
+WATCH_LIMIT = 10000  # leases read per rescue pass (the soonest ending first)
 
 
 class DatabaseBackoff:
@@ -101,6 +104,9 @@ class Keeper:
         self.refresh_paused = refresh_paused
         self.prune_step = prune_step
         self._pass: _PrunePass | None = None
+        self.watch = LeaseWatch(lease)
+        self.passes = 0  # rescue turns taken
+        self.rescued = 0  # jobs rescued
 
     def run(self) -> None:
         next_beat = 0.0
@@ -121,12 +127,12 @@ class Keeper:
                     next_beat = now + self.heartbeat_every
                     errors = 0
                 if now >= next_rescue:
-                    self.rescue()
-                    next_rescue = now + max(self.lease / 2, 0.05)
+                    next_rescue = now + min(max(self.lease / 2, 0.05), self.rescue())
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (PRUNE_PAUSE if more else 60.0)
                 self.refresh_paused(now)
+                self.give_back_unproven()
                 self.give_back_stale(now)
             except (OnthedotError, OSError) as exc:
                 errors += 1
@@ -146,13 +152,34 @@ class Keeper:
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
         started = self.running.started_ids()
-        cancel = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
+        # When the statement was sent, not when its answer came: the leases it extends run
+        # from a database instant no earlier than this (worker/leases.py).
+        sent = lease_clock()
+        renewal = self.storage.heartbeat(self.worker_id, self.lease, held=held, started=started)
+        self.pipeline.renewed(renewal.renewed, sent)
         if self.events.wants(WorkerHeartbeat):
             self.events.emit(WorkerHeartbeat(self.worker_id, len(held)))
-        if cancel:
-            for future in self.running.request_cancel(cancel):
+        if renewal.cancel:
+            for future in self.running.request_cancel(renewal.cancel):
                 future.cancel()
         self.running.forget_finished_cancels()
+
+    def give_back_unproven(self) -> None:
+        """Jobs an executor did not start because their claim could no longer be proven (the
+        process was frozen or starved past their lease): given back, which does nothing to
+        those already rescued and queues the others again, their attempt not counted."""
+        unproven = self.pipeline.unproven_ids()
+        if unproven:
+            given = self.storage.release_jobs(self.worker_id, unproven)
+            self.pipeline.given_back(unproven)
+            log.warning(
+                "did not start %d claimed job(s): their claim was no longer proven (this "
+                "process was paused or starved for about a lease, %ss); %d given back, the "
+                "others were rescued meanwhile",
+                len(unproven),
+                self.lease,
+                given,
+            )
 
     def give_back_stale(self, now: float) -> None:
         """A prefetched job that waited `HOLD_LIMIT` s in the buffer (every executor busy, for
@@ -160,13 +187,32 @@ class Keeper:
         an idle worker to take; this worker then claims only for idle executors."""
         stale = self.pipeline.take_stale(now - HOLD_LIMIT)
         if stale:
-            self.storage.release_jobs(self.worker_id, stale)
+            try:
+                self.storage.release_jobs(self.worker_id, stale)
+            finally:
+                self.pipeline.released(len(stale))
             log.info("gave back %d prefetched jobs that waited %ss", len(stale), HOLD_LIMIT)
 
-    def rescue(self) -> None:
-        rescued = self.storage.rescue_jobs()
+    def rescue(self) -> float:
+        """Watch the leases ending within half a lease; rescue those this worker has seen
+        unrenewed for a whole lease of its clock's `monotonic()` (`domain.rescue.LeaseWatch`).
+        Returns the seconds until the next watched lease becomes due (infinity: none)."""
+        limit = WATCH_LIMIT
+        leases = self.storage.ending_leases(self.lease / 2, limit=limit)
+        now = self.clock.monotonic()  # after the read: the leases were seen by then
+        due = self.watch.due(leases, now, complete=len(leases) < limit)
+        rescued = self.storage.rescue_jobs(only=due) if due else []
+        self.watch.forget(r.id for r in rescued)
         for r in rescued:
             self.events.emit(JobRescued(r.id, r.name, r.attempt, r.requeued, r.queue))
+        self.rescued += len(rescued)
+        self.passes += 1
+        due_at = self.watch.next_due(now)
+        return math.inf if due_at is None else due_at - now
+
+    def watching(self) -> bool:
+        """Whether leases this keeper watches are still to be decided (renewed or rescued)."""
+        return self.watch.watching()
 
     def prune(self) -> bool:
         """One step of a prune pass (at most `prune_step` jobs deleted); True while the pass

@@ -1,7 +1,8 @@
 """The state the worker's threads share, each piece behind one small object with its own lock:
 
-- `Pipeline`: claimed jobs on their way from the claimer to the executors, and the counts the
-  claimer sizes its next claim by (taken but unfinished, finished but not yet persisted);
+- `Pipeline`: claimed jobs on their way from the claimer to the executors, the counts the
+  claimer sizes its next claim by (taken but unfinished, finished but not yet persisted), and
+  until when each held claim is proven (`leases.py`);
 - `RunningJobs`: the jobs executing now (for timeouts and cancel requests);
 - `Flags`: the stop events; `Threads`: every thread the worker started;
 - the outcome queue between the executors and the completer.
@@ -18,7 +19,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
 
+from onthedot.clock import lease_clock
 from onthedot.domain.jobs import ClaimedJob, Outcome
+from onthedot.worker.leases import HeldLeases
 from onthedot.worker.sizing import ClaimSizing
 
 
@@ -76,6 +79,7 @@ class Pipeline:
         *,
         sizing: ClaimSizing | None = None,
         executors: int | None = None,
+        lease: float | None = None,
     ) -> None:
         if sizing is None:
             if max_inflight is None:
@@ -94,10 +98,15 @@ class Pipeline:
         self.room = threading.Condition(lock)
         self.inflight = 0  # claimed and not yet finished (buffered or running)
         self.unpersisted = 0  # outcomes handed to the completer, not yet written
-        # Ids of jobs claimed and not yet finished or given back: only their leases are
-        # extended, so a job claimed by a statement whose reply was lost expires and is
-        # rescued instead of being held forever by a worker that does not know it has it.
-        self.held: set[int] = set()
+        # Jobs claimed and not yet finished or given back, each with until when its claim is
+        # proven: only their leases are extended, so a job claimed by a statement whose reply
+        # was lost expires and is rescued instead of being held forever by a worker that does
+        # not know it has it.
+        self.held = HeldLeases(lease)
+        # Taken jobs whose claim could not be proven at their start: not run, to be given back
+        # by the keeper (still counted in `inflight` until then, so that nothing is claimed
+        # alone before the give-back is written).
+        self.unproven: list[int] = []
         # A solo job (lost beside others when a worker died) is held alone: nothing more is
         # claimed until it is finished and persisted (domain.rescue).
         self.alone = False
@@ -140,13 +149,16 @@ class Pipeline:
         with self.cond:
             return self.inflight == 0 and self.unpersisted == 0
 
-    def add_claimed(self, jobs: list[ClaimedJob], *, alone: bool = False) -> None:
+    def add_claimed(
+        self, jobs: list[ClaimedJob], *, alone: bool = False, sent: float | None = None
+    ) -> None:
+        """`jobs`, claimed by a statement sent at `sent` (`lease_clock`; default: now)."""
         with self.cond:
             self.alone = alone
             self.buffer.extend(jobs)
             now = time.monotonic()
             self.claimed_at.update((j.id, now) for j in jobs)
-            self.held.update(j.id for j in jobs)
+            self.held.add((j.id for j in jobs), lease_clock() if sent is None else sent)
             self.inflight += len(jobs)
             self.cond.notify(len(jobs))  # one idle executor per job, no more
 
@@ -185,10 +197,20 @@ class Pipeline:
             if limits.max_inflight - self.inflight >= limits.refill_at or not self.buffer:
                 self.room.notify()  # only the claimer waits for room
 
+    def proven(self, job_id: int, now: float) -> bool:
+        """Whether a taken job's claim is still proven at `now` (`lease_clock`), to start it."""
+        return self.held.proven(job_id, now)
+
+    def set_aside(self, job_id: int) -> None:
+        """A taken job whose claim could not be proven: not run; the keeper gives it back."""
+        with self.cond:
+            self.held.discard((job_id,))
+            self.unproven.append(job_id)
+
     # -- the completer ----------------------------------------------------------------------
     def persisted(self, job_ids: Iterable[int], count: int, burst: bool) -> None:
         with self.cond:
-            self.held.difference_update(job_ids)
+            self.held.discard(job_ids)
             self.unpersisted -= count
             if (burst or self.alone) and not self.unpersisted:
                 self.room.notify()
@@ -196,23 +218,45 @@ class Pipeline:
     # -- the keeper and shutdown ------------------------------------------------------------
     def held_ids(self) -> list[int]:
         with self.cond:
-            return list(self.held)
+            return self.held.ids()
+
+    def renewed(self, job_ids: Iterable[int], sent: float) -> None:
+        """A heartbeat sent at `sent` (`lease_clock`) extended the leases of `job_ids`."""
+        with self.cond:
+            self.held.renewed(job_ids, sent)
+
+    def unproven_ids(self) -> list[int]:
+        with self.cond:
+            return list(self.unproven)
+
+    def given_back(self, job_ids: Iterable[int]) -> None:
+        """Jobs set aside unproven were given back (or found taken by another worker)."""
+        with self.cond:
+            gone = set(job_ids)
+            left = [i for i in self.unproven if i not in gone]
+            # Only those still set aside: a shutdown may have taken them meanwhile.
+            self.inflight -= len(self.unproven) - len(left)
+            self.unproven = left
+            self.room.notify()
 
     def take_unstarted(self) -> list[int]:
-        """Empty the buffer; the ids of the jobs it held (to be given back)."""
+        """Empty the buffer; the ids of the jobs it held and those set aside (to be given
+        back)."""
         with self.cond:
-            unstarted = [j.id for j in self.buffer if j is not STOP]
+            unstarted = [j.id for j in self.buffer if j is not STOP] + self.unproven
+            self.unproven = []
             self.buffer.clear()
             self.claimed_at.clear()
-            self.held.difference_update(unstarted)
+            self.held.discard(unstarted)
             self.inflight -= len(unstarted)
             self.cond.notify_all()
             return unstarted
 
     def take_stale(self, claimed_before: float) -> list[int]:
         """Take out of the buffer the jobs claimed before monotonic `claimed_before` that no
-        executor has started (every one is busy); the ids, to be given back. Until a job
-        finishes, claims are then only for idle executors."""
+        executor has started (every one is busy); the ids, to be given back (then `released`:
+        until then they are counted, so that nothing is claimed alone before the give-back is
+        written). Until a job finishes, claims are then only for idle executors."""
         with self.cond:
             if not self.claimed_at or min(self.claimed_at.values()) >= claimed_before:
                 return []
@@ -222,10 +266,15 @@ class Pipeline:
             self.buffer.extend(kept)
             for job_id in stale:
                 del self.claimed_at[job_id]
-            self.held.difference_update(stale)
-            self.inflight -= len(stale)
+            self.held.discard(stale)
             self.hold_back = True
             return sorted(stale)
+
+    def released(self, count: int) -> None:
+        """Jobs taken by `take_stale` were given back."""
+        with self.cond:
+            self.inflight -= count
+            self.room.notify()
 
     def taken(self) -> int:
         with self.cond:

@@ -8,6 +8,7 @@ import pytest
 
 from onthedot import JobFilter, JobState
 from onthedot.domain.jobs import Outcome, OutcomeKind
+from onthedot.domain.rescue import Lease
 from onthedot.storage.interface import Storage, WorkerInfo
 from tests.storage.contract.conftest import T0, at, job, new_job, run_threads, succeed
 
@@ -23,7 +24,8 @@ def test_heartbeat_extends_leases(storage: Storage) -> None:
     (theirs,) = storage.at(T0).enqueue([new_job("h", queue="other")])
     storage.at(T0).claim_jobs("w1", "default", 2, 10)  # leased until T0+10
     storage.at(T0).claim_jobs("w2", "other", 1, 10)
-    assert storage.at(at(8)).heartbeat("w1", 10) == set()  # w1's leases: until T0+18
+    beat = storage.at(at(8)).heartbeat("w1", 10)  # w1's leases: until T0+18
+    assert (sorted(beat.renewed), beat.cancel) == (mine, frozenset())
     rescued = storage.at(at(12)).rescue_jobs()
     assert [r.id for r in rescued] == [theirs]
     assert storage.at(at(17.5)).rescue_jobs() == []
@@ -34,13 +36,14 @@ def test_heartbeat_extends_leases(storage: Storage) -> None:
 def test_heartbeat_returns_cancel_requests(storage: Storage) -> None:
     a, b = storage.at(T0).enqueue([new_job("h"), new_job("h")])
     storage.at(T0).claim_jobs("w1", "default", 2, 30)
-    assert storage.at(at(1)).heartbeat("w1", 30) == set()
+    assert storage.at(at(1)).heartbeat("w1", 30).cancel == set()
     storage.at(at(2)).job_action("cancel", b)
     assert job(storage, b).cancel_requested and job(storage, b).state is JobState.RUNNING
-    assert storage.at(at(3)).heartbeat("w1", 30) == {b}
-    assert storage.at(at(3)).heartbeat("w2", 30) == set()
+    assert storage.at(at(3)).heartbeat("w1", 30).cancel == {b}
+    assert storage.at(at(3)).heartbeat("w2", 30).renewed == set()
     storage.at(at(4)).finish_jobs("w1", [Outcome(b, OutcomeKind.CANCELLED)])
-    assert storage.at(at(5)).heartbeat("w1", 30) == set()
+    beat = storage.at(at(5)).heartbeat("w1", 30)
+    assert (beat.renewed, beat.cancel) == ({a}, set())  # b is finished: no longer renewed
     assert job(storage, b).state is JobState.CANCELLED and not job(storage, b).cancel_requested
     assert job(storage, a).state is JobState.RUNNING
 
@@ -72,6 +75,39 @@ def test_rescue_requeues_or_fails(storage: Storage) -> None:
     assert (second.id, second.attempt, second.requeued) == (again, 2, False)
     assert len(job(storage, again).errors) == 2
     assert storage.at(at(100)).rescue_jobs() == []
+
+
+def test_ending_leases_lists_what_a_rescuer_watches(storage: Storage) -> None:
+    a, b, c = storage.at(T0).enqueue([new_job("r"), new_job("r"), new_job("r")])
+    storage.at(T0).claim_jobs("w1", "default", 1, 10)  # a: until T0+10
+    storage.at(at(4)).claim_jobs("w2", "default", 1, 10)  # b: until T0+14
+    assert storage.at(at(1)).ending_leases(5) == []
+    assert storage.at(at(6)).ending_leases(5) == [Lease(a, at(10))]
+    assert storage.at(at(12)).ending_leases(5) == [Lease(a, at(10)), Lease(b, at(14))]
+    assert storage.at(at(12)).ending_leases(5, limit=1) == [Lease(a, at(10))]
+    storage.at(at(8)).heartbeat("w1", 10)  # a: until T0+18
+    assert storage.at(at(12)).ending_leases(5) == [Lease(b, at(14))]
+    assert job(storage, c).state is JobState.QUEUED  # never listed: not running
+
+
+def test_rescue_of_watched_leases_skips_those_renewed_since(storage: Storage) -> None:
+    a, b, c = storage.at(T0).enqueue([new_job("r"), new_job("r"), new_job("r")])
+    storage.at(T0).claim_jobs("w1", "default", 3, 10)  # until T0+10
+    seen = storage.at(at(11)).ending_leases(0)
+    assert seen == [Lease(a, at(10)), Lease(b, at(10)), Lease(c, at(10))]
+    storage.at(at(12)).heartbeat("w1", 10, held=[b])  # b renewed after it was seen
+    # c was seen, but is not among those handed over: only `only` is rescued.
+    rescued = storage.at(at(13)).rescue_jobs(only=seen[:2])
+    assert [r.id for r in rescued] == [a]
+    assert [job(storage, i).state for i in (a, b, c)] == [
+        JobState.QUEUED,
+        JobState.RUNNING,
+        JobState.RUNNING,
+    ]
+    # Not rescued while its lease has not ended by the storage's clock, even if handed over.
+    assert storage.at(at(5)).rescue_jobs(only=[Lease(c, at(10))]) == []
+    assert [r.id for r in storage.at(at(13)).rescue_jobs(only=[Lease(c, at(10))])] == [c]
+    assert storage.at(at(13)).rescue_jobs(only=[]) == []
 
 
 def test_rescue_respects_limit(storage: Storage) -> None:

@@ -172,11 +172,20 @@ FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs
+-- `ids`: only those (a rescuer's, domain.rescue.LeaseWatch), unless `any_id`.
+SELECT id, name, attempts, max_attempts, queue, lost, charged, lease_until FROM onthedot_jobs
 WHERE state = 'running' AND lease_until < COALESCE(%(now)s::timestamptz, now())
+  AND (%(any_id)s::boolean OR id = ANY(%(ids)s::bigint[]))
 ORDER BY lease_until
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
+
+-- name: ending_leases
+SELECT id, lease_until FROM onthedot_jobs
+WHERE state = 'running'
+  AND lease_until < COALESCE(%(now)s::timestamptz, now()) + %(within)s * interval '1 second'
+ORDER BY lease_until
+LIMIT %(limit)s;
 
 -- name: rescue_job
 -- `state` (queued again or failed) is decided by the caller (domain.rescue).

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob, NewJob, Outcome, OutcomeKind, iso
-from onthedot.storage.interface import CallerConnection
+from onthedot.storage.interface import CallerConnection, Renewal
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Row
@@ -156,7 +156,7 @@ class JobVerbs(SqlBase):
         *,
         held: Collection[int] | None = None,
         started: Collection[int] = (),
-    ) -> set[int]:
+    ) -> Renewal:
         params: dict[str, object] = {
             "worker_id": worker_id,
             "lease": lease,
@@ -172,4 +172,4 @@ class JobVerbs(SqlBase):
                 rows = self._run(conn, "extend_held_leases", params).fetchall()
             else:
                 rows = []
-        return {r[0] for r in rows if r[1]}
+        return Renewal(frozenset(r[0] for r in rows), frozenset(r[0] for r in rows if r[1]))

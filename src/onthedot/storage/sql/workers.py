@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from onthedot.domain.jobs import iso
-from onthedot.domain.rescue import WORKER_LOST, decide_rescue
+from onthedot.domain.rescue import WORKER_LOST, Lease, decide_rescue
 from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
@@ -46,10 +46,28 @@ class WorkerVerbs(SqlBase):
             rows = self._run(conn, "list_workers", {"now": self.d.now(self._fixed())})
             return [decode.worker(self.d, r) for r in rows.fetchall()]
 
-    def rescue_jobs(self, *, limit: int = 1000) -> list[RescuedJob]:
+    def ending_leases(self, within: float, *, limit: int = 10000) -> list[Lease]:
+        params = {"now": self.d.now(self._fixed()), "within": within, "limit": limit}
+        with self._read() as conn:
+            rows = self._run(conn, "ending_leases", params).fetchall()
+        return [Lease(r[0], self.d.dt(r[1])) for r in rows]
+
+    def rescue_jobs(
+        self, *, limit: int = 1000, only: Collection[Lease] | None = None
+    ) -> list[RescuedJob]:
         ts = self.d.now(self._fixed())
+        ids = None if only is None else [lease.job_id for lease in only]
+        params = {
+            "now": ts,
+            "limit": limit,
+            "any_id": self.d.flag(ids is None),
+            "ids": self.d.array(ids or []),
+        }
         with self._tx() as conn:
-            expired = self._run(conn, "expired_jobs", {"now": ts, "limit": limit}).fetchall()
+            expired = self._run(conn, "expired_jobs", params).fetchall()
+            if only is not None:  # not renewed since it was read, or not rescued now
+                until = {lease.job_id: lease.until for lease in only}
+                expired = [r for r in expired if until.get(r[0]) == self.d.dt(r[7])]
             if not expired:
                 return []
             # The policy is the domain's; the statement only applies it.

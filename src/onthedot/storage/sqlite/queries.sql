@@ -145,7 +145,15 @@ FROM onthedot_workers w
 ORDER BY w.started_at DESC, w.id;
 
 -- name: expired_jobs
-SELECT id, name, attempts, max_attempts, queue, lost, charged FROM onthedot_jobs WHERE state = 'running' AND lease_until < :now
+-- `ids`: only those (a rescuer's, domain.rescue.LeaseWatch), unless `any_id`.
+SELECT id, name, attempts, max_attempts, queue, lost, charged, lease_until FROM onthedot_jobs
+WHERE state = 'running' AND lease_until < :now
+  AND (:any_id OR id IN (SELECT value FROM json_each(:ids)))
+ORDER BY lease_until LIMIT :limit;
+
+-- name: ending_leases
+SELECT id, lease_until FROM onthedot_jobs
+WHERE state = 'running' AND lease_until < :now + :within
 ORDER BY lease_until LIMIT :limit;
 
 -- name: rescue_job
