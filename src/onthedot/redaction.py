@@ -168,7 +168,10 @@ def _is_secret(name: str) -> bool:
 
 def _mask_keywords(dsn: str) -> str:
     """libpq's keyword form with secret values masked; from the first thing it cannot read as
-    `key = value` (a missing `=`, an unterminated quote) on, everything is masked."""
+    `key = value` (a missing `=`, an unterminated quote) on, everything is masked. Text with
+    no `=` at all is no keyword DSN (a path, a typo) and is shown as it is."""
+    if "=" not in dsn:
+        return dsn
     shown: list[str] = []
     for key, _value, raw in _keyword_pairs(dsn):
         if key is None:
@@ -222,7 +225,7 @@ def _secrets(url: str) -> set[str]:
     found: set[str] = set()
     _, sep, rest = url.partition("://")
     if not sep:
-        for key, value, _ in _keyword_pairs(url):
+        for key, value, _ in _keyword_pairs(url) if "=" in url else ():
             if key is None:
                 found.add(value)  # unreadable: all of it may be secret
             elif _is_secret(key):
