@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
+from onthedot.domain.fields import UNSAFE, printable
+
 log = logging.getLogger("onthedot.events")
 
 
@@ -299,10 +301,8 @@ class LoggingSubscriber:
             elif isinstance(value, float):
                 value = f"{value:.3f}".rstrip("0").rstrip(".")  # 0.612, not 0.6124658761292123
             text = str(value)
-            if not text or any(c in text for c in ' "=\n'):
-                text = (
-                    '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-                )
+            if not text or any(c in text for c in ' "=') or UNSAFE.search(text):
+                text = '"' + printable(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
             parts.append(f"{key}={text}")
         self.logger.log(event.level, " ".join(parts), extra={"onthedot_event": event})
 

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
+from onthedot.domain.fields import printable
 from onthedot.web.forms import BadInput, NotFound, local_path
 from onthedot.web.security import (
     CSRF_COOKIE,
@@ -160,7 +161,7 @@ async def _run(request: Request, fn: Handler, form: dict[str, str] | None) -> Re
     except OnthedotError as exc:
         response = _refused(pg, form is not None, _first_line(exc))
     except Exception:
-        log.exception("web admin: %s %s failed", request.method, request.url.path)
+        log.exception("web admin: %s %s failed", request.method, printable(request.url.path))
         response = _failure(pg, 500, "internal error: the details are in the server's log")
     secure = request.url.scheme == "https"
     cookie_path = pg.root or "/"
