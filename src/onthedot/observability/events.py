@@ -162,13 +162,15 @@ class DatabaseError(Event):
 # -- web admin ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WebLoginFailed(Event):
-    """Wrong credentials at the web admin; `blocked_for` > 0 when this failure blocked the
-    client (429 for that many seconds)."""
+    """Wrong credentials at the web admin; `blocked_for` > 0 when this failure started a block
+    of 429s for that many seconds, `blocked` saying whose: the client's `address`, the
+    claimed `account` (from any address), or `everyone`."""
 
     client: str
     user: str
     failures: int
     blocked_for: float
+    blocked: str | None = None
     level = logging.WARNING
 
 
