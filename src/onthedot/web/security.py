@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onthedot.observability.events import Event, WebLoginFailed
-from onthedot.web.hosts import ANY_HOST, ENV_ALLOWED_HOSTS, HostRule, header, is_loopback
+from onthedot.web.hosts import ENV_ALLOWED_HOSTS, HostRule, header, is_loopback
 from onthedot.web.login_limit import LoginLimiter
 
 __all__ = ["ENV_ALLOWED_HOSTS", "HostRule", "is_loopback"]
@@ -213,7 +213,7 @@ class GuardMiddleware:
         self.credentials = credentials
         self.read_only = read_only
         self.static_prefix = static_prefix
-        self.hosts = hosts or HostRule([ANY_HOST])
+        self.hosts = hosts or HostRule(())  # loopback and the arrival address only
         self.limiter = limiter or LoginLimiter()
         self.emit = emit
 
