@@ -114,6 +114,20 @@ def test_a_job_error_cannot_forge_worker_log_lines(sqlite_url: str, tmp_path: Pa
         [job] = app.list_jobs(name="forge")
         app.retry_job(job.id)  # for the next format
         app.close()
+    shown = subprocess.run(
+        [sys.executable, "-m", "onthedot", "jobs", "show", str(job.id)],
+        cwd=ROOT, env=clean_env(sqlite_url), capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    # The fields, above the traceback (a traceback is lines of its own: the message's
+    # newline is one of them, its other control characters escaped).
+    text = shown.stdout.decode("utf-8").partition("traceback:")[0]
+    assert not [line for line in text.split("\n") if line.startswith("WARNING onthedot")]
+    [error] = [line for line in text.split("\n") if line.startswith("error: ")]
+    assert error == "error: RuntimeError: x\\r\\x1b[2K\\nWARNING onthedot event=forged " + (
+        "user=root\\u2028\\u202eevil"
+    ), error
+    assert not [c for c in RAW if c in shown.stdout.decode("utf-8")], text
 
 
 def test_a_job_name_with_a_control_character_is_refused(sqlite_url: str) -> None:

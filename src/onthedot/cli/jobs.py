@@ -156,10 +156,11 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
     for entry in job.errors or []:
         click.echo(
             f"error (attempt {entry.get('attempt', '?')}, {entry.get('at', '?')}): "
-            f"{entry.get('error', '')}"
+            f"{printable(str(entry.get('error', '')))}"
         )
-    if data["traceback"]:
-        click.echo("traceback:\n" + str(data["traceback"]))
+    if data["traceback"]:  # its own lines kept, anything else escaped
+        lines = str(data["traceback"]).split("\n")
+        click.echo("traceback:\n" + "\n".join(printable(line) for line in lines))
 
 
 def _shown(key: str, value: object) -> str:
@@ -172,7 +173,7 @@ def _shown(key: str, value: object) -> str:
         return "yes" if value else "no"
     if isinstance(value, list | dict) or key == "result":
         return json.dumps(value)
-    return str(value)
+    return printable(str(value))
 
 
 @jobs.command("retry")
