@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from onthedot.domain.errors import ConfigurationError
+from onthedot.redaction import mask_url, scrub, user_info
+
+__all__ = ["DatabaseConfig", "mask_url", "parse_database_url", "resolve_database_url"]
 
 DEFAULT_DATABASE_URL = "sqlite:///onthedot.db"
 ENV_DATABASE_URL = "ONTHEDOT_DATABASE_URL"
@@ -17,11 +20,6 @@ ENV_DIRECT_DATABASE_URL = "ONTHEDOT_DIRECT_DATABASE_URL"
 # Values of `?pooler=`. It and `direct_url=` are onthedot's own PostgreSQL URL parameters,
 # removed before the URL reaches libpq.
 POOLERS = ("none", "session", "transaction")
-# A query parameter whose name holds one of these is a secret (libpq's `password` and
-# `sslpassword`, and any `token`, `secret` or `key`-like value a driver may take); it is shown
-# as `***`. Parameters naming a file (`passfile`, `sslkey`, `sslcert`) are paths, not secrets.
-SECRET_PARAM_WORDS = ("password", "secret", "token")
-MASK = "***"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,48 +62,22 @@ class DatabaseConfig:
         return mask_url(self.url)
 
 
-def mask_url(url: str) -> str:
-    """`url` with its secrets replaced by `***`: the password of `user:password@` and the value
-    of every query parameter whose name says it is a secret (`password`, `sslpassword`, ...)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # a malformed port or netloc: hide everything after the scheme
-        scheme, sep, _ = url.partition("://")
-        return f"{scheme}{sep}{MASK}" if sep else MASK
-    scheme, sep, rest = url.partition("://")
-    if password:
-        userinfo, _, hostinfo = parts.netloc.rpartition("@")
-        user = userinfo.partition(":")[0]
-        rest = f"{user}:{MASK}@{hostinfo}" + rest[len(parts.netloc) :]
-    if parts.query:
-        head, _, tail = rest.partition("?")
-        query, hash_sign, fragment = tail.partition("#")
-        rest = f"{head}?{_mask_query(query)}{hash_sign}{fragment}"
-    return f"{scheme}{sep}{rest}"
-
-
-def _mask_query(query: str) -> str:
-    shown = []
-    for item in query.split("&"):
-        name, sep, _ = item.partition("=")
-        decoded = name.replace("+", " ")
-        secret = any(word in unquote(decoded).lower() for word in SECRET_PARAM_WORDS)
-        if sep and unquote(decoded) == "direct_url":  # a URL inside the URL: mask it too
-            value = unquote(item.partition("=")[2].replace("+", " "))
-            shown.append(f"{name}={quote(mask_url(value), safe=':/@*')}")
-            continue
-        shown.append(f"{name}={MASK}" if sep and secret else item)
-    return "&".join(shown)
-
-
 def resolve_database_url(url: str | None) -> str:
     """Explicit URL, else $ONTHEDOT_DATABASE_URL, else the SQLite file in the current directory."""
     return url or os.environ.get(ENV_DATABASE_URL) or DEFAULT_DATABASE_URL
 
 
 def parse_database_url(url: str) -> DatabaseConfig:
-    """Parse a database URL; raise ConfigurationError naming what is wrong."""
+    """Parse a database URL; raise ConfigurationError naming what is wrong (never a secret of
+    the URL: every message is scrubbed of them, whatever part of it quotes the URL)."""
+    try:
+        return _parse_database_url(url)
+    except ConfigurationError as exc:
+        urls = (url if isinstance(url, str) else None, os.environ.get(ENV_DIRECT_DATABASE_URL))
+        raise ConfigurationError(scrub(str(exc), *urls)) from None
+
+
+def _parse_database_url(url: str) -> DatabaseConfig:
     if not isinstance(url, str) or not url.strip():
         raise ConfigurationError(
             "database URL is empty: use sqlite:///path/to/file.db or postgresql://user@host/db"
@@ -162,6 +134,15 @@ def _parse_sqlite(url: str, rest: str) -> DatabaseConfig:
 
 def _parse_postgres(url: str, scheme: str, *, env: bool = True) -> DatabaseConfig:
     from psycopg.conninfo import conninfo_to_dict
+
+    unencoded = sorted({c for c in user_info(url) if c in "@/?#"})
+    if unencoded:  # libpq and urlsplit would each read another user, password or host
+        raise ConfigurationError(
+            f"ambiguous PostgreSQL URL {mask_url(url)!r}: an unencoded {' '.join(unencoded)} "
+            "in the user name, password or database name; percent-encode it there ("
+            + ", ".join(f"{c} as {quote(c, safe='')}" for c in unencoded)
+            + ")"
+        )
 
     normalized = "postgresql://" + url.split("://", 1)[1] if scheme != "postgresql" else url
     normalized, pooler, direct = _own_postgres_options(url, normalized, env)

@@ -320,6 +320,7 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
         job_name = name or f"{fn.__module__}.{fn.__qualname__}"
         if not job_name or not isinstance(job_name, str):
             raise ValueError("job name must be a non-empty string")
+        check_text(job_name, "job name", name=True)  # printed one per line by the CLI
         if job_name in self._jobs and self._jobs[job_name].fn is not fn:
             raise ValueError(
                 f"job name {job_name!r} is already registered to another function: "

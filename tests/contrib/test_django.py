@@ -169,3 +169,26 @@ def test_example_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("SUCCESSFUL hello ada")
+
+
+def test_a_worker_runs_only_real_django_tasks(project: Project, tmp_path: Path) -> None:
+    """Issue 24 item 6: a `django.task` job whose row names something that only looks like a
+    Task (a `call` and a `takes_context`), or a plain function, fails with one line; nothing
+    of it runs."""
+    marker = tmp_path / "impostor-ran"
+    project.env["ONTHEDOT_TEST_MARKER"] = str(marker)
+    project.manage("migrate", "--noinput")
+    ids = {
+        path: project.manage(
+            "onthedot", "enqueue", "django.task", "--args", json.dumps([path, [], {}])
+        ).stdout.strip()
+        for path in ("shop.lookalike.impostor", "os.getcwd")
+    }
+    assert project.manage("onthedot", "worker", "--burst").returncode == 0
+    for path, job_id in ids.items():
+        job = json.loads(project.manage("onthedot", "jobs", "show", job_id, "--json").stdout)
+        assert job["state"] == "failed", job
+        assert job["error"] == (
+            f"TypeError: {path!r} is not a Django task (a @task function): not run"
+        ), job["error"]
+    assert not marker.exists()

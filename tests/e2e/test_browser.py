@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +22,7 @@ from onthedot.storage.interface import WorkerInfo
 from onthedot.testing import drain, tick
 from onthedot.web import asgi
 from onthedot.web.security import Credentials
+from tests.web.helpers import serve_asgi
 
 CHROMIUM = Path("/usr/bin/chromium")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -150,29 +148,8 @@ def live_db(db_url: str) -> Iterator[tuple[App, str]]:
 
 
 def _served(app: App) -> Iterator[tuple[App, str]]:
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(
-        asgi(app, credentials=Credentials(), refresh=1),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        ws="none",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    yield app, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serve_asgi(asgi(app, credentials=Credentials(), refresh=1)) as base:
+        yield app, base
     app.close()
 
 

@@ -51,7 +51,7 @@ def _create(page: Any, base: str, key: str) -> None:
     form = page.locator("#new-schedule form")
     form.locator('input[name="key"]').fill(key)
     form.locator('input[name="spec"]').fill("@hourly")
-    form.locator('input[name="job"]').fill("ping")
+    form.locator('select[name="job"]').select_option("ping")
     form.get_by_role("button", name="Create").click()
     page.wait_for_load_state()
 

@@ -1,6 +1,7 @@
 """Credentials of a real `onthedot web`: 500 wrong Basic-auth passwords from one client are
 answered 429 with Retry-After after the first 10 and logged as `web_login_failed` events
-(never the password); another client address is unaffected. The scrape token
+(never the password); another client address that logged in before is unaffected, a new one
+meets the account's block. The scrape token
 ($ONTHEDOT_WEB_METRICS_TOKEN) reads /metrics and nothing else; the admin token still works."""
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def test_wrong_passwords_are_limited_and_logged(
     served: tuple[App, WebProcess], record_result: dict[str, object]
 ) -> None:
     _, web = served
+    other = httpx.HTTPTransport(local_address="127.0.0.2")  # another client address
+    with httpx.Client(base_url=web.url, transport=other, timeout=10) as client:
+        assert client.get("/", auth=("ann", PASSWORD)).status_code == 200  # logged in before
     statuses: Counter[int] = Counter()
     first_429 = None
     started = time.monotonic()
@@ -57,9 +61,12 @@ def test_wrong_passwords_are_limited_and_logged(
         # Blocked: even the right password waits (else the block would reveal a good guess).
         assert client.get("/", auth=("ann", PASSWORD)).status_code == 429
     assert first_429 == 10 and statuses == {401: 10, 429: 490}, statuses
-    other = httpx.HTTPTransport(local_address="127.0.0.2")  # another client address
+    other = httpx.HTTPTransport(local_address="127.0.0.2")
     with httpx.Client(base_url=web.url, transport=other, timeout=10) as client:
         assert client.get("/", auth=("ann", PASSWORD)).status_code == 200
+    fresh = httpx.HTTPTransport(local_address="127.0.0.3")  # never logged in: the account waits
+    with httpx.Client(base_url=web.url, transport=fresh, timeout=10) as client:
+        assert client.get("/", auth=("ann", PASSWORD)).status_code == 429
 
     def failures() -> list[str]:
         return [line for line in web.output().splitlines() if "event=web_login_failed" in line]

@@ -8,6 +8,6 @@ import onthedot
 app = onthedot.App(lease=5.0)
 
 
-@app.job(name="ping")
+@app.job(name="ping", runtime=True)
 def ping() -> str:
     return "pong"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import html
 import re
+import socket
+import threading
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 with warnings.catch_warnings():
@@ -12,7 +17,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-__all__ = ["TestClient", "flashes", "post", "token"]
+__all__ = ["TestClient", "flashes", "post", "serve_asgi", "token"]
 
 _TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 _FLASH = re.compile(r'<p class="flash flash-(ok|error)" role="status">(.*?)</p>', re.S)
@@ -47,3 +52,28 @@ def post(
 def flashes(text: str) -> list[tuple[str, str]]:
     """(kind, message) of the flash messages shown on a page, unescaped."""
     return [(kind, html.unescape(msg)) for kind, msg in _FLASH.findall(text)]
+
+
+@contextmanager
+def serve_asgi(asgi_app: Any) -> Iterator[str]:
+    """`asgi_app` served by a real uvicorn in a thread on a free loopback port; its base URL."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(
+        asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -9,6 +9,7 @@ import click
 
 from onthedot.cli.context import Context, database_label, handle_errors, one_line, pass_ctx
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
+from onthedot.domain.fields import printable
 from onthedot.storage.interface import WorkerRow
 
 
@@ -71,7 +72,7 @@ def health(ctx: Context, check_worker: bool) -> None:
     except Exception:  # a warning only: the database answered
         unserved = []
     for u in unserved:
-        click.echo(f"warning: {u.message()}")
+        click.echo(f"warning: {printable(u.message())}")
 
 
 def _worker_problem(lease: float, workers: list[WorkerRow], hostname: str) -> str | None:

@@ -16,6 +16,7 @@ from onthedot.cli.context import (
     pass_ctx,
 )
 from onthedot.domain.durations import format_duration
+from onthedot.domain.fields import printable
 from onthedot.domain.jobs import JobFilter, JobState, iso
 from onthedot.schedules.audit import default_actor
 
@@ -128,7 +129,8 @@ def jobs_list(
         run_at = iso(j.run_at.replace(microsecond=0))  # UTC, said by its Z
         att = f"{j.attempts}/{j.max_attempts}"
         click.echo(
-            f"{j.id:>8}  {j.shown_state:<10} {j.queue[:12]:<12} {att:>5}  {run_at:<20}  {j.name}"
+            f"{j.id:>8}  {j.shown_state:<10} {printable(j.queue[:12]):<12} {att:>5}  "
+            f"{run_at:<20}  {printable(j.name)}"
         )
 
 
@@ -158,10 +160,11 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
     for entry in job.errors or []:
         click.echo(
             f"error (attempt {entry.get('attempt', '?')}, {entry.get('at', '?')}): "
-            f"{entry.get('error', '')}"
+            f"{printable(str(entry.get('error', '')))}"
         )
-    if data["traceback"]:
-        click.echo("traceback:\n" + str(data["traceback"]))
+    if data["traceback"]:  # its own lines kept, anything else escaped
+        lines = str(data["traceback"]).split("\n")
+        click.echo("traceback:\n" + "\n".join(printable(line) for line in lines))
 
 
 def _shown(key: str, value: object) -> str:
@@ -174,7 +177,7 @@ def _shown(key: str, value: object) -> str:
         return "yes" if value else "no"
     if isinstance(value, list | dict) or key == "result":
         return json.dumps(value)
-    return str(value)
+    return printable(str(value))
 
 
 @jobs.command("retry")
@@ -245,8 +248,8 @@ def _queue_table(ctx: Context | None, as_json: bool) -> None:
     for s in stats:
         paused = " (paused)" if s.paused else ""
         click.echo(
-            f"{s.queue[:16]:<16} {s.ready:>7} {s.queued:>7} {s.running:>7} "
+            f"{printable(s.queue[:16]):<16} {s.ready:>7} {s.queued:>7} {s.running:>7} "
             f"{s.succeeded:>9} {s.failed:>7} {s.cancelled:>9}{paused}"
         )
     for u in ctx.app().unserved_jobs():
-        click.echo(f"warning: {u.message()}")
+        click.echo(f"warning: {printable(u.message())}")

@@ -18,6 +18,7 @@ from onthedot.cli.context import (
     pass_ctx,
 )
 from onthedot.domain.durations import parse_duration
+from onthedot.domain.fields import printable
 from onthedot.domain.jobs import iso
 from onthedot.schedules.audit import default_actor
 from onthedot.schedules.views import ScheduleView
@@ -297,7 +298,10 @@ def audit(ctx: Context, key: str | None, limit: int, as_json: bool) -> None:
     if not entries:
         click.echo("no audit entries" + (f" for {key!r}" if key else ""))
         return
-    rows = [(iso(e.at) or "", e.actor, e.action, e.key or "-", e.note or "") for e in entries]
+    rows = [
+        (iso(e.at) or "", *(printable(t) for t in (e.actor, e.action, e.key or "-", e.note or "")))
+        for e in entries
+    ]
     header = ("AT (UTC)", "ACTOR", "ACTION", "SCHEDULE", "NOTE")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     for r in [header, *rows]:

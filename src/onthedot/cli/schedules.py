@@ -11,6 +11,7 @@ import click
 from onthedot.cli.context import Context, echo_json, handle_errors, parse_instant, pass_ctx
 from onthedot.cli.schedule_controls import COMMANDS as CONTROLS
 from onthedot.clock import SystemClock
+from onthedot.domain.fields import printable
 from onthedot.domain.jobs import iso
 from onthedot.domain.specs import load_timezone, parse_spec
 
@@ -77,8 +78,8 @@ def schedules_list(ctx: Context, as_json: bool) -> None:
     for v in views:
         state = v["status"]
         if v["paused"] and v["paused_by"]:
-            state += f" by {v['paused_by']}"
-        click.echo(f"{v['key']}  [{v['source']}, {state}]")
+            state += f" by {printable(v['paused_by'])}"
+        click.echo(f"{printable(v['key'])}  [{v['source']}, {state}]")
         click.echo(f"  {v['spec']}  ({v['description']}, {v['timezone']})")
         click.echo(f"  next: {', '.join(v['next']) or '-'}")
         click.echo(

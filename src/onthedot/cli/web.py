@@ -4,11 +4,13 @@ in one process, for local development)."""
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 
@@ -18,7 +20,43 @@ if TYPE_CHECKING:
     from onthedot.app import App
     from onthedot.web.security import Credentials
 
+P = ParamSpec("P")
+R = TypeVar("R")
 START_TIMEOUT = 30.0
+# Whose X-Forwarded-Proto / X-Forwarded-For are believed: a TLS proxy on this machine (the
+# documented setup) by default; never a client's own.
+ENV_FORWARDED = "ONTHEDOT_WEB_FORWARDED_ALLOW_IPS"
+LOOPBACK_PROXIES = "127.0.0.1,::1"
+
+
+def forwarded_option(fn: Callable[P, R]) -> Callable[P, R]:
+    return click.option(
+        "--forwarded-allow-ips",
+        "forwarded",
+        default=LOOPBACK_PROXIES,
+        show_default=True,
+        envvar=ENV_FORWARDED,
+        metavar="IPS",
+        help="Comma-separated addresses or networks of the proxies whose X-Forwarded-Proto "
+        "and X-Forwarded-For are believed (HTTPS cookies get Secure, logins count the "
+        "client's address); '' for none, '*' for any. Also $" + ENV_FORWARDED + ".",
+    )(fn)
+
+
+def _proxies(value: str) -> list[str]:
+    """The trusted proxies of --forwarded-allow-ips, each an address, a network or `*`."""
+    found = [v.strip() for v in value.split(",") if v.strip()]
+    for item in found:
+        try:
+            if item != "*":
+                ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise click.BadParameter(
+                f"{item[:60]!r} is not an IP address or network: give the proxy's address, "
+                "e.g. 127.0.0.1 or 10.0.0.0/8",
+                param_hint="--forwarded-allow-ips",
+            ) from None
+    return found
 
 
 def _credentials(host: str) -> Credentials:
@@ -49,11 +87,13 @@ def _ready(app: App) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--read-only", is_flag=True, help="Hide every action; refuse POSTs with 403.")
+@forwarded_option
 @pass_ctx
 @handle_errors
-def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
+def web(ctx: Context, host: str, port: int, read_only: bool, forwarded: str) -> None:
     """Serve the web admin. Any address but loopback needs $ONTHEDOT_WEB_USER and
     $ONTHEDOT_WEB_PASSWORD (HTTP Basic) or $ONTHEDOT_WEB_TOKEN (bearer)."""
+    proxies = _proxies(forwarded)
     credentials = _credentials(host)
     import uvicorn
 
@@ -77,7 +117,8 @@ def web(ctx: Context, host: str, port: int, read_only: bool) -> None:
         host=host,
         port=bound,
         log_level="info",
-        proxy_headers=False,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
         server_header=False,
     )
     try:
@@ -112,11 +153,15 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--queues", "-q", help="Comma-separated queues (default: every queue of the app).")
 @click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1, 1000))
+@forwarded_option
 @pass_ctx
 @handle_errors
-def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int) -> None:
+def dev(
+    ctx: Context, host: str, port: int, queues: str | None, concurrency: int, forwarded: str
+) -> None:
     """Run a worker, the scheduler and the web admin in one process (local development);
     prints the URL. Ctrl+C stops all three."""
+    proxies = _proxies(forwarded)
     credentials = _credentials(host)
     import uvicorn
 
@@ -137,6 +182,8 @@ def dev(ctx: Context, host: str, port: int, queues: str | None, concurrency: int
         host=host,
         port=port,
         log_level="warning",
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies or None,
         server_header=False,
     )
     server = uvicorn.Server(config)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
+from onthedot.domain.fields import UNSAFE, printable
+
 log = logging.getLogger("onthedot.events")
 
 
@@ -201,13 +203,15 @@ class DatabaseCreated(Event):
 # -- web admin ---------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class WebLoginFailed(Event):
-    """Wrong credentials at the web admin; `blocked_for` > 0 when this failure blocked the
-    client (429 for that many seconds)."""
+    """Wrong credentials at the web admin; `blocked_for` > 0 when this failure started a block
+    of 429s for that many seconds, `blocked` saying whose: the client's `address`, the
+    claimed `account` (from any address), or `everyone`."""
 
     client: str
     user: str
     failures: int
     blocked_for: float
+    blocked: str | None = None
     level = logging.WARNING
 
 
@@ -340,10 +344,8 @@ class LoggingSubscriber:
             elif isinstance(value, float):
                 value = f"{value:.3f}".rstrip("0").rstrip(".")  # 0.612, not 0.6124658761292123
             text = str(value)
-            if not text or any(c in text for c in ' "=\n'):
-                text = (
-                    '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-                )
+            if not text or any(c in text for c in ' "=') or UNSAFE.search(text):
+                text = '"' + printable(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
             parts.append(f"{key}={text}")
         self.logger.log(event.level, " ".join(parts), extra={"onthedot_event": event})
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from onthedot.context import current_job
+from onthedot.domain.fields import UNSAFE
 from onthedot.domain.jobs import iso
 from onthedot.observability.events import Event
 
@@ -37,7 +39,13 @@ class JsonFormatter(logging.Formatter):
             out.update(_job_fields())
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str, ensure_ascii=False)
+        # json escapes C0 controls itself; the rest of UNSAFE (DEL, C1 controls, line
+        # separators, bidi overrides) as \uXXXX too: the same text, one line on any viewer.
+        return UNSAFE.sub(_json_escape, json.dumps(out, default=str, ensure_ascii=False))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
 
 
 def _fields(values: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from onthedot.web.handlers import WebState, http_error
-from onthedot.web.hosts import ANY_HOST, HostRule, allowed_from_env
+from onthedot.web.hosts import HostRule, allowed_from_env
 from onthedot.web.rendering import build_environment
 from onthedot.web.routes_jobs import routes as job_routes
 from onthedot.web.routes_overview import routes as overview_routes
@@ -52,8 +52,8 @@ def asgi(
     - `refresh`: seconds between live refreshes of the overview and workers pages (0: off).
     - `allowed_hosts`: Host names answered besides loopback names and the address a request
       arrived at; any other gets a 400 (DNS rebinding). Default $ONTHEDOT_WEB_ALLOWED_HOSTS,
-      else `["*"]`: no Host check, the app you mount it in decides its names (`onthedot web`
-      passes its bound address).
+      else none: name the names your app is served under, or pass `["*"]` when your app
+      checks Host itself (Starlette's `TrustedHostMiddleware`).
     """
     creds = credentials if credentials is not None else Credentials.from_env()
     state = WebState(
@@ -79,7 +79,7 @@ def asgi(
                 read_only=read_only,
                 static_prefix="/static/",
                 hosts=HostRule(
-                    allowed_hosts if allowed_hosts is not None else allowed_from_env() or [ANY_HOST]
+                    allowed_hosts if allowed_hosts is not None else allowed_from_env() or ()
                 ),
                 emit=app.events.emit,
             )

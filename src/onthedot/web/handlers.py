@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
+from onthedot.domain.fields import printable
 from onthedot.web.forms import BadInput, NotFound, local_path
 from onthedot.web.security import (
     CSRF_COOKIE,
@@ -160,8 +161,10 @@ async def _run(request: Request, fn: Handler, form: dict[str, str] | None) -> Re
     except OnthedotError as exc:
         response = _refused(pg, form is not None, _first_line(exc))
     except Exception:
-        log.exception("web admin: %s %s failed", request.method, request.url.path)
+        log.exception("web admin: %s %s failed", request.method, printable(request.url.path))
         response = _failure(pg, 500, "internal error: the details are in the server's log")
+    # HTTPS as the connection says, or as a proxy `onthedot web --forwarded-allow-ips` trusts
+    # says (X-Forwarded-Proto): the cookies are then never sent over plain HTTP.
     secure = request.url.scheme == "https"
     cookie_path = pg.root or "/"
     if new_token:
@@ -175,10 +178,17 @@ async def _run(request: Request, fn: Handler, form: dict[str, str] | None) -> Re
         )
     if pg.new_flash:
         response.set_cookie(
-            FLASH_COOKIE, pg.new_flash, path=cookie_path, httponly=True, samesite="lax"
+            FLASH_COOKIE,
+            pg.new_flash,
+            path=cookie_path,
+            httponly=True,
+            samesite="lax",
+            secure=secure,
         )
     elif request.cookies.get(FLASH_COOKIE) and isinstance(response, HTMLResponse):
-        response.delete_cookie(FLASH_COOKIE, path=cookie_path)
+        response.delete_cookie(
+            FLASH_COOKIE, path=cookie_path, secure=secure, httponly=True, samesite="lax"
+        )
     return response
 
 

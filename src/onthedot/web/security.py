@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onthedot.observability.events import Event, WebLoginFailed
-from onthedot.web.hosts import ANY_HOST, ENV_ALLOWED_HOSTS, HostRule, header, is_loopback
+from onthedot.web.hosts import ENV_ALLOWED_HOSTS, HostRule, header, is_loopback
 from onthedot.web.login_limit import LoginLimiter
 
 __all__ = ["ENV_ALLOWED_HOSTS", "HostRule", "is_loopback"]
@@ -213,7 +213,7 @@ class GuardMiddleware:
         self.credentials = credentials
         self.read_only = read_only
         self.static_prefix = static_prefix
-        self.hosts = hosts or HostRule([ANY_HOST])
+        self.hosts = hosts or HostRule(())  # loopback and the arrival address only
         self.limiter = limiter or LoginLimiter()
         self.emit = emit
 
@@ -260,14 +260,15 @@ class GuardMiddleware:
     ) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         """None when the request may go on (the user set in the scope), else the refusal."""
         client = str((scope.get("client") or ("-",))[0])
-        wait = self.limiter.retry_after(client)
+        given = header(scope, b"authorization")
+        account = Credentials.claimed_user(given) if given else None
+        wait = self.limiter.retry_after(client, account)
         if wait:
             return (
                 429,
                 "too many failed logins: try again later",
                 [(b"retry-after", str(wait).encode())],
             )
-        given = header(scope, b"authorization")
         user = self.credentials.authenticate(given)
         if user is not None:
             self.limiter.succeeded(client)
@@ -279,14 +280,15 @@ class GuardMiddleware:
                 return None
             return 403, "the metrics token reads GET /metrics only", []
         if given:  # wrong credentials (a request without any is not a guess)
-            failure = self.limiter.failed(client)
+            failure = self.limiter.failed(client, account or "-")
             if self.emit is not None:
                 self.emit(
                     WebLoginFailed(
                         client=client,
-                        user=Credentials.claimed_user(given),
+                        user=account or "-",
                         failures=failure.failures,
                         blocked_for=failure.blocked_for,
+                        blocked=failure.blocked,
                     )
                 )
         return 401, "authentication required", self._challenge()

@@ -84,9 +84,11 @@ def run_task(task_path: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
 
     from onthedot.context import current_job
     from onthedot.contrib.django.results import task_result
-    from onthedot.contrib.django.tasks_api import TaskContext, normalize_json
+    from onthedot.contrib.django.tasks_api import Task, TaskContext, normalize_json
 
     task = import_string(task_path)
+    if not isinstance(task, Task):  # a job row names what runs: only a real @task may
+        raise TypeError(f"{task_path!r} is not a Django task (a @task function): not run")
     close_old_connections()
     try:
         if task.takes_context:

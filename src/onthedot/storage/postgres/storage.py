@@ -19,6 +19,7 @@ from onthedot.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
+from onthedot.redaction import scrub
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
@@ -120,7 +121,7 @@ class PostgresStorage(SqlStorage):
                 if not self._unprepared and behind_a_pooler(conn):
                     self._stop_preparing(None)
         except psycopg.OperationalError as exc:
-            raise connect_failure(self.display, exc) from exc
+            raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
 
     def _write(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._read()  # autocommit: one statement is its own transaction
@@ -174,7 +175,20 @@ class PostgresStorage(SqlStorage):
         except _DRIVER_ERRORS as exc:
             raise self._translate(exc) from exc
 
+    def _refused(self, exc: BaseException) -> DatabaseUnavailable:
+        """Why connecting failed, in one line without a secret of the URLs."""
+        found = connect_failure(self.display, exc)  # DatabaseRefused: only a change helps
+        return type(found)(self._scrub(str(found)))
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, self.url, self.direct_url)
+
     def _translate(self, exc: Exception) -> Exception:
+        """The driver's error as onthedot's, its text scrubbed of the URLs' secrets."""
+        found = self._translated(exc)
+        return type(found)(self._scrub(str(found)))
+
+    def _translated(self, exc: Exception) -> Exception:
         if isinstance(exc, PoolTimeout):
             last = self._pool.last_error
             if last is not None and describe_connect_error(self.display, last)[1]:
@@ -211,7 +225,11 @@ class PostgresStorage(SqlStorage):
             with self._tx() as conn:
                 yield conn
             return
-        with self._errors(), psycopg.connect(self.direct_url, autocommit=True) as conn:
+        try:
+            direct = psycopg.connect(self.direct_url, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
+        with self._errors(), direct as conn:
             _configure(conn)
             with conn.transaction():
                 _D.allow_idle(conn, IDLE_LIMIT)
@@ -238,7 +256,7 @@ class PostgresStorage(SqlStorage):
         try:
             return psycopg.connect(self.direct_url or self.url, autocommit=True)
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
+            raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
 
     def close(self) -> None:
         if self._opened:
@@ -250,7 +268,7 @@ class PostgresStorage(SqlStorage):
             with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
                 conn.execute("SELECT 1")
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(describe_connect_error(self.display, exc)[0]) from exc
+            raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
 
     def db_now(self) -> datetime:
         with self._read() as conn:
