@@ -111,6 +111,22 @@ def test_tasks_run_on_onthedot_workers(project: Project) -> None:
     assert results["later"]["status"] == "READY"  # run_after an hour from now: still waiting
 
 
+def test_burst_worker_serves_the_queues_of_tasks_and_lists_task_paths(project: Project) -> None:
+    """`manage.py onthedot worker --burst` with no -q serves the queues the backend's QUEUES
+    name (a `mail` task runs), and the CLI shows each Django task by its own path."""
+    project.manage("migrate", "--noinput")
+    ids = project.json("shopdemo", "enqueue")
+    first = project.manage("onthedot", "worker", "--burst", "-c", "2")
+    assert "default, mail" in first.stdout + first.stderr  # the first line names both queues
+    mail = project.json("shopdemo", "results", f"mail={ids['mail']}")["mail"]
+    assert mail["status"] == "SUCCESSFUL" and mail["return_value"] == 8, mail
+    listing = project.manage("onthedot", "jobs", "list", "--limit", "100").stdout
+    rows = [line for line in listing.splitlines() if line.split()[:1] == [ids["mail"]]]
+    assert rows and rows[0].endswith("shop.tasks.add (django.task)"), listing
+    shown = project.manage("onthedot", "jobs", "show", ids["mail"]).stdout
+    assert "name: shop.tasks.add (django.task)" in shown, shown
+
+
 DROP_ONTHEDOT = """
 from django.db import connection
 names = [t for t in connection.introspection.table_names() if t.startswith("onthedot_")]
