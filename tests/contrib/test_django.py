@@ -185,3 +185,19 @@ def test_example_runs() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("SUCCESSFUL hello ada")
+
+
+def test_admin_inside_django_behind_its_login_and_csrf(project: Project) -> None:
+    """onthedot's admin mounted in the project's URLconf: anonymous visitors are sent to
+    Django's login, a user who is not staff gets 403, staff see the admin (Django tasks by
+    their path); a POST needs Django's CSRF token, and actions are audited as web:<user>."""
+    project.manage("migrate", "--noinput")
+    out = project.json("admindemo")
+    assert out["anonymous"] == [302, "/admin/login/?next=/admin/onthedot/jobs"], out
+    assert out["not_staff"] == 403
+    assert out["staff"] == 200 and out["task_path_shown"] and out["static"] == 200
+    assert out["django_token_in_forms"] and out["htmx_header"]
+    assert out["post_without_token"] == 403  # Django's CsrfViewMiddleware refuses it
+    assert out["post_with_token"] == [303, "/admin/onthedot/jobs"]
+    assert out["state_after"] == "FAILED"  # cancelled: Django Tasks reports it FAILED
+    assert out["pause"] == 303 and out["actor"] == "web:alice"

@@ -14,12 +14,11 @@ _PATH = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
 def task_queues() -> frozenset[str]:
     """Every queue an onthedot backend of `settings.TASKS` accepts (its `QUEUES`, by default
     `["default"]`): a worker started without `-q` serves them all."""
-    from onthedot.contrib.django.backend import TaskBackend
     from onthedot.contrib.django.tasks_api import task_backends
 
     found: set[str] = set()
     for backend in task_backends.all():
-        if isinstance(backend, TaskBackend):
+        if getattr(backend, "runs_on_onthedot", False):  # our TaskBackend (no import cycle)
             found |= {str(q) for q in backend.queues}
     return frozenset(found)
 
