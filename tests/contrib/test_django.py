@@ -195,6 +195,7 @@ def test_admin_inside_django_behind_its_login_and_csrf(project: Project) -> None
     out = project.json("admindemo")
     assert out["anonymous"] == [302, "/admin/login/?next=/admin/onthedot/jobs"], out
     assert out["not_staff"] == 403
+    assert out["permission"] == [200, 403]  # ADMIN_PERMISSION instead of is_staff
     assert out["staff"] == 200 and out["task_path_shown"] and out["static"] == 200
     assert out["django_token_in_forms"] and out["htmx_header"]
     assert out["post_without_token"] == 403  # Django's CsrfViewMiddleware refuses it

@@ -28,6 +28,21 @@ class Command(BaseCommand):
         bob.login(username="bob", password="pw-bob")
         out["not_staff"] = bob.get(f"{PREFIX}/jobs").status_code
 
+        from django.contrib.auth.models import Permission
+        from django.test import override_settings
+
+        carol = User.objects.create_user("carol", password="pw-carol")  # not staff
+        carol.user_permissions.add(Permission.objects.get(codename="view_user"))
+        with override_settings(ONTHEDOT={"ADMIN_PERMISSION": "auth.view_user"}):
+            by_perm = Client(enforce_csrf_checks=True)
+            by_perm.login(username="carol", password="pw-carol")
+            staff_without = Client(enforce_csrf_checks=True)
+            staff_without.login(username="alice", password="pw-alice")
+            out["permission"] = [
+                by_perm.get(f"{PREFIX}/jobs").status_code,
+                staff_without.get(f"{PREFIX}/jobs").status_code,
+            ]
+
         alice = Client(enforce_csrf_checks=True)
         alice.login(username="alice", password="pw-alice")
         page = alice.get(f"{PREFIX}/jobs")
