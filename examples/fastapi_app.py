@@ -1,7 +1,7 @@
 """A FastAPI app that enqueues onthedot jobs from its handlers and serves the web admin at
 /admin/jobs behind its own auth check.
 
-    pip install "onthedot[fastapi]" uvicorn
+    pip install "onthedot[fastapi]"           # FastAPI, uvicorn, itsdangerous
     uvicorn examples.fastapi_app:api          # the web app
     onthedot --app examples.fastapi_app:jobs worker   # a worker, in another shell
 """

@@ -15,7 +15,7 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
-from onthedot.domain.payload import encode_arguments
+from onthedot.domain.payload import JsonValue, encode_arguments
 from onthedot.domain.retry import Backoff, coerce_backoff
 from onthedot.observability.events import DatabaseCreated, EventBus, JobEnqueued
 from onthedot.observability.hooks import Instrumentation
@@ -102,6 +102,12 @@ class JobFunction(Generic[P, R]):
     worker. Enqueue options (`delay`, `run_at`, `priority`, `queue`, `unique_key`,
     `max_attempts`, `timeout`, `connection`) are keyword arguments of `enqueue`; a job whose own
     parameters use one of those names passes its arguments with `enqueue_with(args, kwargs)`."""
+
+    # Queues other than `queue` its calls are enqueued on (a worker without -q serves them
+    # too), and how listings name one of its jobs from its arguments (None, or a label that
+    # returns None: by the job's name). Integrations set them (the Django task job does).
+    extra_queues: frozenset[str] = frozenset()
+    label: Callable[[list[JsonValue]], str | None] | None = None
 
     def __init__(
         self,
@@ -301,6 +307,16 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def shown_name(self, name: str, args: list[JsonValue]) -> str:
+        """How the CLI and the web admin name a job: `label (name)` when its job function
+        labels it from its arguments (a Django task by its path), else its name."""
+        jf = self._jobs.get(name)
+        try:
+            label = jf.label(args) if jf is not None and jf.label is not None else None
+        except Exception:  # a label never breaks a listing: the name is shown instead
+            label = None
+        return f"{label} ({name})" if label else name
 
     def register(
         self,

@@ -111,6 +111,22 @@ def test_tasks_run_on_onthedot_workers(project: Project) -> None:
     assert results["later"]["status"] == "READY"  # run_after an hour from now: still waiting
 
 
+def test_burst_worker_serves_the_queues_of_tasks_and_lists_task_paths(project: Project) -> None:
+    """`manage.py onthedot worker --burst` with no -q serves the queues the backend's QUEUES
+    name (a `mail` task runs), and the CLI shows each Django task by its own path."""
+    project.manage("migrate", "--noinput")
+    ids = project.json("shopdemo", "enqueue")
+    first = project.manage("onthedot", "worker", "--burst", "-c", "2")
+    assert "default, mail" in first.stdout + first.stderr  # the first line names both queues
+    mail = project.json("shopdemo", "results", f"mail={ids['mail']}")["mail"]
+    assert mail["status"] == "SUCCESSFUL" and mail["return_value"] == 8, mail
+    listing = project.manage("onthedot", "jobs", "list", "--limit", "100").stdout
+    rows = [line for line in listing.splitlines() if line.split()[:1] == [ids["mail"]]]
+    assert rows and rows[0].endswith("shop.tasks.add (django.task)"), listing
+    shown = project.manage("onthedot", "jobs", "show", ids["mail"]).stdout
+    assert "name: shop.tasks.add (django.task)" in shown, shown
+
+
 DROP_ONTHEDOT = """
 from django.db import connection
 names = [t for t in connection.introspection.table_names() if t.startswith("onthedot_")]
@@ -192,3 +208,20 @@ def test_a_worker_runs_only_real_django_tasks(project: Project, tmp_path: Path) 
             f"TypeError: {path!r} is not a Django task (a @task function): not run"
         ), job["error"]
     assert not marker.exists()
+
+
+def test_admin_inside_django_behind_its_login_and_csrf(project: Project) -> None:
+    """onthedot's admin mounted in the project's URLconf: anonymous visitors are sent to
+    Django's login, a user who is not staff gets 403, staff see the admin (Django tasks by
+    their path); a POST needs Django's CSRF token, and actions are audited as web:<user>."""
+    project.manage("migrate", "--noinput")
+    out = project.json("admindemo")
+    assert out["anonymous"] == [302, "/admin/login/?next=/admin/onthedot/jobs"], out
+    assert out["not_staff"] == 403
+    assert out["permission"] == [200, 403]  # ADMIN_PERMISSION instead of is_staff
+    assert out["staff"] == 200 and out["task_path_shown"] and out["static"] == 200
+    assert out["django_token_in_forms"] and out["htmx_header"]
+    assert out["post_without_token"] == 403  # Django's CsrfViewMiddleware refuses it
+    assert out["post_with_token"] == [303, "/admin/onthedot/jobs"]
+    assert out["state_after"] == "FAILED"  # cancelled: Django Tasks reports it FAILED
+    assert out["pause"] == 303 and out["actor"] == "web:alice"

@@ -125,7 +125,7 @@ def app_queues(app: App, option: str | None) -> list[str]:
         if not names:
             raise click.BadParameter("give at least one queue", param_hint="--queues")
         return names
-    found = {jf.queue for jf in app.jobs.values()}
+    found = {q for jf in app.jobs.values() for q in (jf.queue, *jf.extra_queues)}
     found |= {s.queue for s in app.schedules.declared().values() if s.queue}
     try:
         rows = app.storage.list_schedule_rows()

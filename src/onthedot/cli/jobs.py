@@ -125,12 +125,14 @@ def jobs_list(
         echo_json([j.to_json() for j in found])
         return
     click.echo(f"{'ID':>8}  {'STATE':<10} {'QUEUE':<12} {'ATT':>5}  {'RUN AT':<20}  NAME")
+    app = ctx.reader()
     for j in found:
         run_at = iso(j.run_at.replace(microsecond=0))  # UTC, said by its Z
         att = f"{j.attempts}/{j.max_attempts}"
+        name = app.jobs.shown_name(j.name, j.args)
         click.echo(
             f"{j.id:>8}  {j.shown_state:<10} {printable(j.queue[:12]):<12} {att:>5}  "
-            f"{run_at:<20}  {printable(j.name)}"
+            f"{run_at:<20}  {printable(name)}"
         )
 
 
@@ -153,6 +155,7 @@ def jobs_show(ctx: Context, job_id: int, as_json: bool) -> None:
         echo_json(data)
         return
     data["state"] = job.shown_state  # `claimed` while it waits in its worker
+    data["name"] = ctx.reader().jobs.shown_name(job.name, job.args)
     for key, value in data.items():
         if key in ("traceback", "errors") or (key in RUNNING_ONLY and value is None):
             continue  # a finished or queued job has no running attempt to describe

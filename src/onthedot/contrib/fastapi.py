@@ -5,6 +5,7 @@ own authentication. Install with `pip install "onthedot[fastapi]"`. See docs/fas
 ```python
 jobs = onthedot.App("postgresql://app@db/app")
 api = FastAPI(lifespan=lifespan(jobs))
+api.add_middleware(SessionMiddleware, secret_key=...)   # for request.session in the guard
 mount_admin(api, jobs, "/admin/jobs", guard=require_staff)
 
 @api.post("/signup")

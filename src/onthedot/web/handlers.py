@@ -30,6 +30,11 @@ from onthedot.web.security import (
 )
 from onthedot.web.throughput import Throughput
 
+# Set in the ASGI scope by a host framework that checks CSRF itself (the Django mount,
+# `onthedot.contrib.django.admin`), after its check: {"token", "field", "header"} of its own
+# CSRF. Only code in the process sets scope keys; a client cannot.
+HOST_CSRF_KEY = "onthedot.host_csrf"
+
 if TYPE_CHECKING:
     from onthedot.app import App
 
@@ -64,7 +69,12 @@ class Page:
         self.form = form or {}
         self.query = request.query_params
         self.root = str(request.scope.get("root_path", "")).rstrip("/")
-        self.csrf = csrf
+        # The form field and header carrying the CSRF token: the admin's own, or those of the
+        # framework it is mounted in when that framework checks CSRF (HOST_CSRF_KEY).
+        host_csrf = request.scope.get(HOST_CSRF_KEY)
+        self.csrf = host_csrf["token"] if host_csrf else csrf
+        self.csrf_field = host_csrf["field"] if host_csrf else CSRF_FIELD
+        self.csrf_header = host_csrf["header"] if host_csrf else "X-CSRF-Token"  # CSRF_HEADER
         self.read_only = web.read_only
         self.htmx = request.headers.get("hx-request") == "true"
         self.flash = web.signer.read_flash(request.cookies.get(FLASH_COOKIE))
@@ -136,7 +146,11 @@ def action(fn: Handler) -> Endpoint:
                 values.setdefault(key, value)
         submitted = values.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
         cookie = request.cookies.get(CSRF_COOKIE)
-        if cross_site(request.headers) or not web.signer.csrf_ok(cookie, submitted):
+        # Mounted in Django, Django's CsrfViewMiddleware has checked this POST already.
+        host_checked = request.scope.get(HOST_CSRF_KEY) is not None
+        if cross_site(request.headers) or not (
+            host_checked or web.signer.csrf_ok(cookie, submitted)
+        ):
             return _error_page(
                 request, 403, "the form's security token is missing or stale: reload the page"
             )

@@ -43,6 +43,7 @@ class TaskBackend(BaseTaskBackend):
     supports_async_task = True  # coroutine tasks are run to completion by the worker
     supports_get_result = True  # results are the job rows, readable from any process
     supports_priority = True  # higher runs first, as in onthedot
+    runs_on_onthedot = True  # its QUEUES are served by onthedot's workers (serving.py)
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)

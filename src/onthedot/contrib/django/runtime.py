@@ -74,7 +74,11 @@ def task_job(app: App) -> JobFunction[Any, Any]:
     """The job that runs Django tasks, registered on `app` (once)."""
     if TASK_JOB in app.jobs:
         return app.jobs[TASK_JOB]
-    return app.job(name=TASK_JOB, max_attempts=1)(run_task)
+    from onthedot.contrib.django.serving import task_label, task_queues
+
+    job = app.job(name=TASK_JOB, max_attempts=1)(run_task)
+    job.extra_queues, job.label = task_queues(), task_label
+    return job
 
 
 def run_task(task_path: str, args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from django_tasks import task_backends
     from django_tasks.backends.base import BaseTaskBackend
     from django_tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
     from django_tasks.exceptions import TaskResultDoesNotExist
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from django_tasks.utils import normalize_json
 else:
     try:
+        from django.tasks import task_backends
         from django.tasks.backends.base import BaseTaskBackend
         from django.tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
         from django.tasks.exceptions import TaskResultDoesNotExist
@@ -25,6 +27,7 @@ else:
 
         SOURCE = "django.tasks"
     except ImportError:
+        from django_tasks import task_backends
         from django_tasks.backends.base import BaseTaskBackend
         from django_tasks.base import Task, TaskContext, TaskError, TaskResult, TaskResultStatus
         from django_tasks.exceptions import TaskResultDoesNotExist
@@ -42,5 +45,6 @@ __all__ = [
     "TaskResultDoesNotExist",
     "TaskResultStatus",
     "normalize_json",
+    "task_backends",
     "task_enqueued",
 ]
