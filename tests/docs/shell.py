@@ -17,8 +17,10 @@ terminal. A command must exit 0 within `TIMEOUT`. Three kinds are not run as the
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
 import subprocess
 from pathlib import Path
 
@@ -34,6 +36,7 @@ READY = re.compile(
     r"worker_started|Application startup complete|Uvicorn running on|Starting development server"
 )
 # onthedot's options that take a value (the word after them is not the subcommand).
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 VALUE_OPTIONS = frozenset({"--app", "--database", "--log-format"})
 
 
@@ -109,16 +112,23 @@ def run_command(ws: Workspace, command: str, example: Example) -> subprocess.Com
     script = (
         f"{command}\n__rc=$?\n{{ export -p; printf 'cd %q\\n' \"$PWD\"; }} > {state}\nexit $__rc\n"
     )
-    done = subprocess.run(
+    with subprocess.Popen(
         ["bash", "-c", script],
         cwd=ws.cwd,
         env=ws.env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+        start_new_session=True,  # on a timeout the whole group goes, never an orphan server
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     if state.exists():
         keep_state(ws, state.read_text())
         state.unlink()
@@ -139,9 +149,17 @@ def keep_state(ws: Workspace, text: str) -> None:
         ws.env = env
 
 
+def without_assignments(argv: list[str]) -> list[str]:
+    """The command after its leading `NAME=value` words (variables set for that command)."""
+    i = 0
+    while i < len(argv) and ASSIGNMENT.match(argv[i]):
+        i += 1
+    return argv[i:]
+
+
 def run_one(ws: Workspace, command: str, example: Example) -> None:
     for part in split_and(command):
-        argv = words(part)
+        argv = without_assignments(words(part))
         if argv[:2] == ["pip", "install"] or argv[:4] == ["python", "-m", "pip", "install"]:
             checks.check_pip(argv, example.document, ws)
         elif argv[:3] == ["python", "-m", "pytest"] and not page_paths(ws, argv[3:]):

@@ -70,7 +70,7 @@ def test_a_right_page_passes_with_shared_state(tmp_path: Path) -> None:
 
         ~~~console
         $ onthedot --app pkg.jobs:app worker --burst
-        ...2 job(s) finished
+        ...2 attempt(s) ran
         $ onthedot jobs list --state succeeded
         ...hello
         ~~~
@@ -127,3 +127,27 @@ def test_a_server_that_fails_its_stop_fails_the_page(tmp_path: Path) -> None:
     ws.start("python trap.py", READY, frozenset({0}))
     with pytest.raises(AssertionError, match="exited 3 on SIGTERM"):
         ws.close()
+
+
+def test_a_server_started_with_variables_runs_in_the_background(tmp_path: Path) -> None:
+    """`NAME=value onthedot ... worker` is a serving command too: it runs in the background and
+    is stopped at the page's end (it ran in the foreground, timed out and was left running)."""
+    failures = run_page(
+        tmp_path,
+        """
+        ~~~sh
+        ONTHEDOT_TEST_GREETING=hi onthedot --app myproject.tasks:app worker --processes 1
+        onthedot jobs list
+        ~~~
+        """,
+    )
+    assert failures == [], failures
+
+
+def test_whole_commands(tmp_path: Path) -> None:
+    """Variables set for one command are not its name, and a command that outlives its time
+    is killed with everything it started."""
+    from tests.docs.shell import without_assignments, words
+
+    assert without_assignments(words('A=1 B="x y" onthedot worker')) == ["onthedot", "worker"]
+    assert without_assignments(words("onthedot A=1")) == ["onthedot", "A=1"]
