@@ -27,6 +27,7 @@ from onthedot.observability.hooks import Instrumentation
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
+from onthedot.schedules.expectations import ExpectationControls
 from onthedot.schedules.facade import Schedules
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
@@ -90,21 +91,23 @@ class App:
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
         views = ScheduleViews(storage, clock, registry)
+        controls = OperatorControls(
+            storage,
+            clock,
+            registry,
+            audit,
+            views,
+            self.jobs,
+            self._enqueuer.enqueue,
+            sync=self._sync_declared,
+            retention=self.retention,
+        )
         self.schedules = Schedules(
             registry,
             RuntimeSchedules(storage, clock, registry, audit, views),
-            OperatorControls(
-                storage,
-                clock,
-                registry,
-                audit,
-                views,
-                self.jobs,
-                self._enqueuer.enqueue,
-                sync=self._sync_declared,
-                retention=self.retention,
-            ),
+            controls,
             views,
+            ExpectationControls(storage, registry, audit, controls.require_row),
         )
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from onthedot.domain.definitions import Declaration
 from onthedot.schedules.controls import OperatorControls
+from onthedot.schedules.expectations import ExpectationControls
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.views import ScheduleViews
@@ -15,8 +16,8 @@ from onthedot.schedules.views import ScheduleViews
 
 class Schedules:
     """Declared and runtime schedules: declare and check them, create/update/delete runtime
-    ones, operate on any (pause, resume, skip, unskip, trigger, backfill, reset, audit), and
-    read them (get, list, views, explain)."""
+    ones, operate on any (pause, resume, skip, unskip, trigger, backfill, reset, audit,
+    expect), and read them (get, list, views, explain, expectations)."""
 
     def __init__(
         self,
@@ -24,6 +25,7 @@ class Schedules:
         runtime: RuntimeSchedules,
         controls: OperatorControls,
         views: ScheduleViews,
+        expectations: ExpectationControls,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -50,6 +52,8 @@ class Schedules:
         self.backfill = controls.backfill
         self.reset = controls.reset
         self.audit = controls.audit
+        self.expect = expectations.expect
+        self.expectations = expectations.expectations
         # read views
         self.get = views.get
         self.list = views.views
