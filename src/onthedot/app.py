@@ -29,6 +29,7 @@ from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
 from onthedot.schedules.expectations import ExpectationControls
 from onthedot.schedules.facade import Schedules
+from onthedot.schedules.monitoring import HealthServices
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.scheduler import TICK_BATCH, Scheduler
@@ -109,6 +110,16 @@ class App:
             views,
             ExpectationControls(storage, registry, audit, controls.require_row),
         )
+        # Schedule health (docs/health.md).
+        self._health = HealthServices(
+            storage,
+            registry,
+            self.events,
+            clock,
+            lease=self.lease,
+            retention=self.retention,
+        )
+        self.health = self._health.reader
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
 
     def __repr__(self) -> str:
@@ -317,8 +328,9 @@ class App:
     ) -> Scheduler:
         """Build a Scheduler over this app's storage, declarations and jobs (a worker's, or
         `onthedot.testing.tick`'s)."""
+        storage = self.raw_storage()
         return Scheduler(
-            self.raw_storage(),
+            storage,
             self.schedules.registry,
             self.jobs,
             clock=self._clock,
@@ -329,6 +341,7 @@ class App:
             stopping=stopping,
             batch=batch,
             keep_removed_jobs=self.keep_removed_jobs,
+            watcher=self._health.watcher(),
         )
 
     def _sync_declared(self) -> None:

@@ -60,6 +60,7 @@ class HealthState:
     key: str
     check_at: datetime | None = None
     watch_slot: datetime | None = None  # slots at or before it are settled
+    decided_slot: datetime | None = None  # slots at or before it were judged late or on time
     fingerprint: str | None = None  # the timing `watch_slot` belongs to
     last_success_slot: datetime | None = None
     last_success_at: datetime | None = None
@@ -165,9 +166,12 @@ class ProblemRecord:
 
 @dataclass(frozen=True, slots=True)
 class NewProblem:
+    """A problem to raise; with `resolution`, it is over already (found after the fact)."""
+
     slot: datetime
     kind: ProblemKind
     why: Explanation
+    resolution: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +200,12 @@ class AlertRecord:
     event: str  # "problem" | "recovered"
     attempts: int
     problem: ProblemRecord
+
+
+@dataclass(frozen=True, slots=True)
+class WatchResult:
+    """What one health check did: how many schedules it evaluated, the problems it raised and
+    resolved."""
+
+    evaluated: int = 0
+    problems: tuple[ProblemRecord, ...] = ()

@@ -226,6 +226,60 @@ class SchedulerFenced(Event):
     fenced: bool
 
 
+# -- schedule health (docs/health.md): emitted once per problem, by the process that raised it --
+@dataclass(frozen=True, slots=True)
+class ScheduleLate(Event):
+    """A slot's job had not started `grace` after its slot; `cause` is a Cause value."""
+
+    key: str
+    slot: datetime
+    cause: str
+    detail: str
+    problem_id: int
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleOverran(Event):
+    key: str
+    slot: datetime
+    cause: str
+    detail: str
+    problem_id: int
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDeadlineMissed(Event):
+    key: str
+    slot: datetime
+    cause: str
+    detail: str
+    problem_id: int
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFailed(Event):
+    key: str
+    slot: datetime
+    cause: str
+    detail: str
+    problem_id: int
+    level = logging.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecovered(Event):
+    """A problem of `kind` ended; `resolution` says how."""
+
+    key: str
+    slot: datetime
+    kind: str
+    resolution: str
+    problem_id: int
+
+
 E = TypeVar("E", bound=Event)
 Subscriber = Callable[[Any], None]
 

@@ -239,3 +239,18 @@ def test_ping_targets_are_the_pings_last_applied(storage: Storage) -> None:
         ]
         tx.apply(decisions, alerts=False)
     assert storage.ping_targets() == {"a": "https://hc.example/a"}
+
+
+def test_a_problem_found_after_the_fact_is_opened_resolved(storage: Storage) -> None:
+    sync(storage.at(T0), 1, SyncReport(inserts=(code_row("a", T0, at(10)),)), ["a"])
+    over = NewProblem(at(10), ProblemKind.LATE, LATE, resolution="job 3 started at 90")
+    with storage.at(at(95)).watch(limit=10) as tx:
+        (facts,) = tx.facts
+        (problem,) = tx.apply([WatchDecision("a", facts.state, opened=(over,))], alerts=True)
+    assert (problem.opened_at, problem.resolved_at) == (at(95), at(95))
+    assert problem.resolution == "job 3 started at 90" and not problem.open
+    assert storage.list_problems() == []
+    alerts = storage.at(at(96)).claim_alerts("w", limit=10, hold=60)
+    assert [a.event for a in alerts] == ["problem", "recovered"]  # both told, in that order
+    (state,) = storage.health_states(["a"])
+    assert (state.watch_slot, state.decided_slot, state.fingerprint) == (T0, T0, "fp1")

@@ -655,7 +655,7 @@ WHERE key = ANY(%(keys)s::text[]) AND source = 'code' AND removed_at IS NULL;
 -- Schedule health (docs/health.md): health rows, problems, alerts
 
 -- name: health_states
-SELECT key, check_at, watch_slot, fingerprint, last_success_slot, last_success_at, durations,
+SELECT key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot, last_success_at, durations,
        expect, ping, overrides, overrides_by, overrides_at, overrides_note, checked_at
 FROM onthedot_schedule_health
 WHERE %(all)s OR key = ANY(%(keys)s::text[])
@@ -680,7 +680,7 @@ SELECT COALESCE(%(now)s::timestamptz, now());
 -- name: watch_due
 -- The health rows due for a check, locked (another scheduler skips them), with their ledger row
 -- and the ledger's newest slot's job. Columns: see storage/sql/health.py (_facts_row).
-SELECT h.key, h.check_at, h.watch_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s."cursor", s.next_due_at,
@@ -699,7 +699,7 @@ FOR UPDATE OF h SKIP LOCKED;
 
 -- name: watch_all
 -- watch_due's columns for every watched schedule (or those of `keys`), without locks.
-SELECT h.key, h.check_at, h.watch_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s."cursor", s.next_due_at,
@@ -736,11 +736,14 @@ WHERE resolved_at IS NULL AND schedule_key = ANY(%(keys)s::text[])
 ORDER BY schedule_key, id;
 
 -- name: problem_open
+-- A problem found after the fact (its resolution given) is opened resolved.
 INSERT INTO onthedot_schedule_problems (schedule_key, slot, kind, cause, detail, facts,
-                                        opened_at)
-SELECT v.key, v.slot, v.kind, v.cause, v.detail, v.facts::jsonb, %(now)s
+                                        opened_at, resolved_at, resolution)
+SELECT v.key, v.slot, v.kind, v.cause, v.detail, v.facts::jsonb, %(now)s,
+       CASE WHEN v.resolution IS NOT NULL THEN %(now)s::timestamptz END, v.resolution
 FROM unnest(%(key)s::text[], %(slot)s::timestamptz[], %(kind)s::text[], %(cause)s::text[],
-            %(detail)s::text[], %(facts)s::text[]) AS v(key, slot, kind, cause, detail, facts)
+            %(detail)s::text[], %(facts)s::text[], %(resolution)s::text[])
+     AS v(key, slot, kind, cause, detail, facts, resolution)
 ON CONFLICT (schedule_key, slot, kind) DO NOTHING
 RETURNING id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at,
           resolution;
@@ -767,16 +770,17 @@ ON CONFLICT (problem_id, event) DO NOTHING;
 
 -- name: health_write
 UPDATE onthedot_schedule_health h
-SET check_at = v.check_at, watch_slot = v.watch_slot, fingerprint = v.fingerprint,
+SET check_at = v.check_at, watch_slot = v.watch_slot, decided_slot = v.decided_slot,
+    fingerprint = v.fingerprint,
     last_success_slot = v.last_success_slot, last_success_at = v.last_success_at,
     durations = v.durations::jsonb, expect = v.expect::jsonb, ping = v.ping,
     checked_at = %(now)s
 FROM unnest(%(key)s::text[], %(check_at)s::timestamptz[], %(watch_slot)s::timestamptz[],
-            %(fingerprint)s::text[], %(last_success_slot)s::timestamptz[],
-            %(last_success_at)s::timestamptz[], %(durations)s::text[], %(expect)s::text[],
-            %(ping)s::text[])
-     AS v(key, check_at, watch_slot, fingerprint, last_success_slot, last_success_at,
-          durations, expect, ping)
+            %(decided_slot)s::timestamptz[], %(fingerprint)s::text[],
+            %(last_success_slot)s::timestamptz[], %(last_success_at)s::timestamptz[],
+            %(durations)s::text[], %(expect)s::text[], %(ping)s::text[])
+     AS v(key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot,
+          last_success_at, durations, expect, ping)
 WHERE h.key = v.key;
 
 -- name: list_problems

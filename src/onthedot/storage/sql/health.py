@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from onthedot.domain.expected import PAGE
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.watch import (
     AlertRecord,
@@ -24,7 +25,9 @@ from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 
-SLOT_PAGE = 100  # unsettled slots read per schedule and evaluation
+# The columns of watch_due / watch_all: the health row, the ledger row, the newest slot's job.
+_STATE, _LEDGER = 15, 25
+_NEWEST = _STATE + _LEDGER
 
 
 class SqlWatch:
@@ -49,6 +52,7 @@ class SqlWatch:
                     "cause": str(p.why.cause),
                     "detail": p.why.detail,
                     "facts": json.dumps(p.why.facts),
+                    "resolution": p.resolution,
                 }
                 for key, p in opened
             ]
@@ -70,7 +74,10 @@ class SqlWatch:
             ]
             d.batch(conn, "problem_refresh", rows, shared)
         if alerts and done:
-            rows = [{"id": p.id, "event": "problem" if p.open else "recovered"} for p in done]
+            # A problem raised here gets its alert, one resolved here its recovery (both, in
+            # that order, for one found after the fact).
+            rows = [{"id": p.id, "event": "problem"} for p in done if p.opened_at == self.now]
+            rows += [{"id": p.id, "event": "recovered"} for p in done if not p.open]
             d.batch(conn, "alert_add", rows, shared)
         if decisions:
             states = [storage._state_row(dec.state) for dec in decisions]
@@ -130,7 +137,7 @@ class HealthVerbs(SqlBase):
             return []
         d = self.d
         keys = d.array([r[0] for r in rows])
-        params = {"keys": keys, "now": raw_now, "page": SLOT_PAGE}
+        params = {"keys": keys, "now": raw_now, "page": PAGE}
         slots: dict[str, list[SlotFact]] = {}
         for r in self._run(conn, "watch_slots", params).fetchall():
             slots.setdefault(r[0], []).append(_slot(d, r))
@@ -141,20 +148,20 @@ class HealthVerbs(SqlBase):
             )
         out = []
         for r in rows:
-            row = decode.ledger_row(d, r[14:39])
+            row = decode.ledger_row(d, r[_STATE : _STATE + _LEDGER])
             newest = None
             if row.last_slot is not None:
                 newest = SlotFact(
                     slot=row.last_slot,
                     outcome=row.last_outcome or "",
                     job_id=row.last_job_id,
-                    state=r[39],
-                    started_at=d.opt_dt(r[40]),
-                    finished_at=d.opt_dt(r[41]),
+                    state=r[_NEWEST],
+                    started_at=d.opt_dt(r[_NEWEST + 1]),
+                    finished_at=d.opt_dt(r[_NEWEST + 2]),
                 )
             out.append(
                 WatchFacts(
-                    state=_state(d, r[:14]),
+                    state=_state(d, r[:_STATE]),
                     row=row,
                     slots=tuple(slots.get(r[0], ())),
                     newest=newest,
@@ -169,6 +176,7 @@ class HealthVerbs(SqlBase):
             "key": s.key,
             "check_at": d.instant(s.check_at),
             "watch_slot": None if s.watch_slot is None else d.slot(s.watch_slot),
+            "decided_slot": None if s.decided_slot is None else d.slot(s.decided_slot),
             "fingerprint": s.fingerprint,
             "last_success_slot": (
                 None if s.last_success_slot is None else d.slot(s.last_success_slot)
@@ -237,17 +245,18 @@ def _state(d: Dialect, r: Row) -> HealthState:
         key=r[0],
         check_at=d.opt_dt(r[1]),
         watch_slot=d.opt_dt(r[2]),
-        fingerprint=r[3],
-        last_success_slot=d.opt_dt(r[4]),
-        last_success_at=d.opt_dt(r[5]),
-        durations=tuple(float(x) for x in d.json_in(r[6]) or ()),
-        expect=d.json_in(r[7]),
-        ping=r[8],
-        overrides=d.json_in(r[9]),
-        overrides_by=r[10],
-        overrides_at=d.opt_dt(r[11]),
-        overrides_note=r[12],
-        checked_at=d.opt_dt(r[13]),
+        decided_slot=d.opt_dt(r[3]),
+        fingerprint=r[4],
+        last_success_slot=d.opt_dt(r[5]),
+        last_success_at=d.opt_dt(r[6]),
+        durations=tuple(float(x) for x in d.json_in(r[7]) or ()),
+        expect=d.json_in(r[8]),
+        ping=r[9],
+        overrides=d.json_in(r[10]),
+        overrides_by=r[11],
+        overrides_at=d.opt_dt(r[12]),
+        overrides_note=r[13],
+        checked_at=d.opt_dt(r[14]),
     )
 
 

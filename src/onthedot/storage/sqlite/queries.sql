@@ -517,7 +517,7 @@ WHERE key IN (SELECT value FROM json_each(:keys)) AND source = 'code' AND remove
 -- Schedule health (docs/health.md): health rows, problems, alerts
 
 -- name: health_states
-SELECT key, check_at, watch_slot, fingerprint, last_success_slot, last_success_at, durations,
+SELECT key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot, last_success_at, durations,
        expect, ping, overrides, overrides_by, overrides_at, overrides_note, checked_at
 FROM onthedot_schedule_health
 WHERE :all OR key IN (SELECT value FROM json_each(:keys))
@@ -540,7 +540,7 @@ SELECT :now;
 -- name: watch_due
 -- The health rows due for a check (the transaction holds the write lock), with their ledger row
 -- and the ledger's newest slot's job. Columns: see storage/sql/health.py (_facts_row).
-SELECT h.key, h.check_at, h.watch_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s.cursor, s.next_due_at,
@@ -557,7 +557,7 @@ ORDER BY h.check_at
 LIMIT :limit;
 
 -- name: watch_all
-SELECT h.key, h.check_at, h.watch_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s.cursor, s.next_due_at,
@@ -592,9 +592,11 @@ WHERE resolved_at IS NULL AND schedule_key IN (SELECT value FROM json_each(:keys
 ORDER BY schedule_key, id;
 
 -- name: problem_open
+-- A problem found after the fact (its resolution given) is opened resolved.
 INSERT INTO onthedot_schedule_problems (schedule_key, slot, kind, cause, detail, facts,
-                                        opened_at)
-VALUES (:key, :slot, :kind, :cause, :detail, :facts, :now)
+                                        opened_at, resolved_at, resolution)
+VALUES (:key, :slot, :kind, :cause, :detail, :facts, :now,
+        CASE WHEN :resolution IS NOT NULL THEN :now END, :resolution)
 ON CONFLICT (schedule_key, slot, kind) DO NOTHING
 RETURNING id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at,
           resolution;
@@ -616,7 +618,8 @@ ON CONFLICT (problem_id, event) DO NOTHING;
 
 -- name: health_write
 UPDATE onthedot_schedule_health
-SET check_at = :check_at, watch_slot = :watch_slot, fingerprint = :fingerprint,
+SET check_at = :check_at, watch_slot = :watch_slot, decided_slot = :decided_slot,
+    fingerprint = :fingerprint,
     last_success_slot = :last_success_slot, last_success_at = :last_success_at,
     durations = :durations, expect = :expect, ping = :ping, checked_at = :now
 WHERE key = :key;

@@ -9,6 +9,7 @@ CREATE TABLE onthedot_schedule_health (
     key               text PRIMARY KEY,
     check_at          timestamptz,
     watch_slot        timestamptz,
+    decided_slot      timestamptz,
     fingerprint       text,
     last_success_slot timestamptz,
     last_success_at   timestamptz,
@@ -71,8 +72,9 @@ CREATE INDEX onthedot_alerts_done ON onthedot_alerts (created_at) WHERE state <>
 CREATE FUNCTION onthedot_watch_schedules() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO onthedot_schedule_health (key, check_at)
-        SELECT key, next_due_at FROM onthedot_new_schedules
+        INSERT INTO onthedot_schedule_health (key, check_at, watch_slot, decided_slot,
+                                              fingerprint)
+        SELECT key, next_due_at, "cursor", "cursor", fingerprint FROM onthedot_new_schedules
         ON CONFLICT (key) DO NOTHING;
     ELSE
         UPDATE onthedot_schedule_problems SET resolved_at = now(), resolution = 'deleted'
@@ -92,5 +94,5 @@ CREATE TRIGGER onthedot_schedules_unwatch AFTER DELETE ON onthedot_schedules
     REFERENCING OLD TABLE AS onthedot_old_schedules
     FOR EACH STATEMENT EXECUTE FUNCTION onthedot_watch_schedules();
 
-INSERT INTO onthedot_schedule_health (key, check_at)
-SELECT key, next_due_at FROM onthedot_schedules;
+INSERT INTO onthedot_schedule_health (key, check_at, watch_slot, decided_slot, fingerprint)
+SELECT key, next_due_at, "cursor", "cursor", fingerprint FROM onthedot_schedules;

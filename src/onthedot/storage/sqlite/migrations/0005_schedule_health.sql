@@ -4,6 +4,7 @@ CREATE TABLE onthedot_schedule_health (
     key               TEXT PRIMARY KEY,
     check_at          REAL,
     watch_slot        INTEGER,
+    decided_slot      INTEGER,
     fingerprint       TEXT,
     last_success_slot INTEGER,
     last_success_at   REAL,
@@ -62,7 +63,9 @@ CREATE INDEX onthedot_alerts_done ON onthedot_alerts (created_at) WHERE state <>
 
 CREATE TRIGGER onthedot_schedules_watch AFTER INSERT ON onthedot_schedules
 BEGIN
-    INSERT INTO onthedot_schedule_health (key, check_at) VALUES (NEW.key, NEW.next_due_at)
+    INSERT INTO onthedot_schedule_health (key, check_at, watch_slot, decided_slot, fingerprint)
+    VALUES (NEW.key, NEW.next_due_at, CAST(NEW.cursor AS INTEGER), CAST(NEW.cursor AS INTEGER),
+            NEW.fingerprint)
     ON CONFLICT (key) DO NOTHING;
 END;
 
@@ -74,5 +77,6 @@ BEGIN
     DELETE FROM onthedot_schedule_health WHERE key = OLD.key;
 END;
 
-INSERT INTO onthedot_schedule_health (key, check_at)
-SELECT key, next_due_at FROM onthedot_schedules;
+INSERT INTO onthedot_schedule_health (key, check_at, watch_slot, decided_slot, fingerprint)
+SELECT key, next_due_at, CAST(cursor AS INTEGER), CAST(cursor AS INTEGER), fingerprint
+FROM onthedot_schedules;
