@@ -63,6 +63,8 @@ class App:
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
         log_events: bool = True,
+        alert_webhook: str | None = None,
+        admin_url: str | None = None,
     ) -> None:
         self._clock = FollowingClock(clock or SystemClock())
         self._database = Database(
@@ -91,6 +93,19 @@ class App:
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
+        self._health = HealthServices(
+            storage,
+            registry,
+            self.events,
+            clock,
+            lease=self.lease,
+            retention=self.retention,
+            alert_webhook=alert_webhook,
+            admin_url=admin_url,
+            jobs=lambda: any(name != COMMAND_JOB for name in self.jobs),
+        )
+        self.health = self._health.reader
         views = ScheduleViews(storage, clock, registry)
         controls = OperatorControls(
             storage,
@@ -109,17 +124,9 @@ class App:
             controls,
             views,
             ExpectationControls(storage, registry, audit, controls.require_row),
+            self.health,
         )
-        # Schedule health (docs/health.md).
-        self._health = HealthServices(
-            storage,
-            registry,
-            self.events,
-            clock,
-            lease=self.lease,
-            retention=self.retention,
-        )
-        self.health = self._health.reader
+
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
 
     def __repr__(self) -> str:
@@ -164,6 +171,7 @@ class App:
         return self._database.migrate()
 
     def close(self) -> None:
+        self._health.close()
         self._database.close()
 
     # -- jobs -------------------------------------------------------------------------------
@@ -342,6 +350,7 @@ class App:
             batch=batch,
             keep_removed_jobs=self.keep_removed_jobs,
             watcher=self._health.watcher(),
+            services=self._health.services(worker_id, storage),
         )
 
     def _sync_declared(self) -> None:
@@ -355,6 +364,8 @@ class App:
     def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
         from onthedot.worker import Worker, WorkerDeps
+
+        self._health.start_pings()
 
         def scheduler(worker_id: str, stopping: threading.Event) -> Scheduler:
             return self.scheduler(worker_id=worker_id, stopping=stopping)

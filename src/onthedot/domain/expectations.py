@@ -104,6 +104,20 @@ class Expectations:
             out["ping"] = self.ping
         return out
 
+    def describe(self) -> str:
+        """`grace=10m max_runtime=30m deadline=06:00 ping=https://hc-ping.com/…` (the ones
+        set; a ping without its secret path)."""
+        grace = "default" if self.grace is None else format_duration(self.grace)
+        parts = [f"grace={grace}"]
+        runtime = self.max_runtime
+        if runtime is not None:
+            parts.append(f"max_runtime={'auto' if runtime == 'auto' else format_duration(runtime)}")
+        if self.deadline is not None:
+            parts.append(f"deadline={self.deadline.text()}")
+        if self.ping is not None:
+            parts.append(f"ping={redact(self.ping)}")
+        return " ".join(parts)
+
     def with_overrides(self, overrides: Mapping[str, Any] | None) -> Expectations:
         """These expectations with an operator's overrides on top (a field present in the
         overrides wins, None included: "off"; for grace, None is the default). Invalid stored

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from onthedot.domain.definitions import Declaration
 from onthedot.schedules.controls import OperatorControls
 from onthedot.schedules.expectations import ExpectationControls
+from onthedot.schedules.health import HealthReader
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.views import ScheduleViews
@@ -26,6 +27,7 @@ class Schedules:
         controls: OperatorControls,
         views: ScheduleViews,
         expectations: ExpectationControls,
+        health: HealthReader,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -60,7 +62,14 @@ class Schedules:
         self.views = views.views
         self.view = views.view
         self.get_definition = views.get_definition
-        self.explain = views.explain
+        self._health = health
+
+    def explain(self, key: str) -> str:
+        """Why schedule `key` did or did not fire, in plain words (`schedules explain`),
+        ending with its health: expectations, run times and open problems."""
+        text = self.read.explain(key)
+        lines = self._health.explain_lines(key)
+        return "\n".join([text, *lines]) if lines else text
 
     def __iter__(self) -> Iterator[Declaration]:
         return iter(self.registry)

@@ -16,7 +16,6 @@ from onthedot.domain.assess import assess
 from onthedot.domain.causes import Fleet, explain
 from onthedot.domain.durations import format_duration
 from onthedot.domain.expectations import Expectations, percentile
-from onthedot.domain.expected import Subject
 from onthedot.domain.jobs import iso
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.specs.dst import dst_note
@@ -127,20 +126,35 @@ class HealthReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class HealthSummary:
+    problems: tuple[Problem, ...]
+    counts: dict[str, int]  # open problems by kind
+    fleet: str | None  # "no live worker: ..." when none is alive
+
+
 class HealthReader:
-    """Reads the health of every schedule (`report`), through the storage's read verbs."""
+    """Reads the health of every schedule (`report`), through the storage's read verbs.
+    `code_known`: whether the app holds the schedules' code (else the expectations the
+    schedulers last applied are used, as `onthedot schedules health` without --app does)."""
 
     def __init__(
         self,
         storage: Callable[[], Storage],
-        registry: ScheduleRegistry | None,
+        registry: ScheduleRegistry,
         lease: float,
         now: Callable[[Storage], datetime],
+        code_known: Callable[[], bool],
     ) -> None:
         self._storage = storage
         self._registry = registry
         self._lease = lease
         self._now = now
+        self._code_known = code_known
+
+    @property
+    def _code(self) -> ScheduleRegistry | None:
+        return self._registry if self._code_known() else None
 
     def report(self, keys: list[str] | None = None) -> HealthReport:
         """Every watched schedule (or those of `keys`) and every open problem."""
@@ -165,7 +179,7 @@ class HealthReader:
         self, facts: WatchFacts, recorded: list[ProblemRecord], fleet: Fleet, now: datetime
     ) -> ScheduleHealth:
         row, state = facts.row, facts.state
-        subject = subject_for(row, state, self._registry)
+        subject = subject_for(row, state, self._code)
         shown = {(p.slot, p.kind): _shown(p) for p in recorded}
         if subject is None:
             return ScheduleHealth(
@@ -215,12 +229,47 @@ class HealthReader:
             period=subject.spec.min_period(),
         )
 
-    def subject(self, key: str) -> Subject | None:
-        """The schedule as health sees it (for `explain`)."""
-        found = self._storage().health_facts([key])
-        if not found:
-            return None
-        return subject_for(found[0].row, found[0].state, self._registry)
+    def summary(self) -> HealthSummary:
+        """The open problems the schedulers recorded and whether any worker is alive: cheap
+        (no evaluation), for the overview. The report finds the unrecorded ones too."""
+        storage = self._storage()
+        recorded = tuple(_shown(p) for p in storage.list_problems(limit=1000))
+        counts = dict.fromkeys((str(k) for k in ProblemKind), 0)
+        for p in recorded:
+            counts[str(p.kind)] += 1
+        fleet = read_fleet(storage, self._lease)
+        return HealthSummary(recorded, counts, fleet.no_live_worker())
+
+    def explain_lines(self, key: str) -> list[str]:
+        """The health section of `schedules explain KEY`: expectations, run times, last
+        success and open problems (with the cause as things stand now)."""
+        report = self.report([key])
+        if not report.schedules:
+            return []
+        s = report.schedules[0]
+        lines = ["health:", f"  expectations: {s.expect.describe()}"]
+        if s.last_success_slot is not None:
+            lines.append(
+                f"  last success: slot {iso(s.last_success_slot)}, "
+                f"finished {iso(s.last_success_at)}"
+            )
+        if s.durations:
+            lines.append(
+                f"  run times:    p50 {s.p50:g}s, p95 {s.p95:g}s, last {s.last:g}s "
+                f"({len(s.durations)} recent runs)"
+            )
+        for note in s.notes:
+            lines.append(f"  note:         {note}")
+        if not s.problems:
+            lines.append("  problems:     none open")
+        for p in s.problems:
+            found = "" if p.recorded else " (found now: not recorded)"
+            lines.append(
+                f"  problem:      {p.kind} at slot {iso(p.slot)}{found}: {p.cause}: {p.detail}"
+            )
+        if report.fleet is not None:
+            lines.append(f"  fleet:        {report.fleet}")
+        return lines
 
 
 def _shown(p: ProblemRecord) -> Problem:
