@@ -3,30 +3,16 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
-from onthedot.cli.context import Context, handle_errors, pass_ctx
+from onthedot.cli.context import Context, echo_json, handle_errors, pass_ctx
 from onthedot.cli.schedule_controls import note_and_actor
-from onthedot.domain.durations import format_duration
-from onthedot.domain.expectations import Expectations, redact
 from onthedot.schedules.expectations import UNCHANGED
 
 OFF = "off"
-
-
-def describe_expectations(expect: Expectations) -> str:
-    """`grace=10m max_runtime=30m deadline=06:00 ping=https://hc-ping.com/…` (the ones set)."""
-    parts = [f"grace={format_duration(expect.grace) if expect.grace is not None else 'default'}"]
-    if expect.max_runtime is not None:
-        runtime = expect.max_runtime
-        parts.append(f"max_runtime={runtime if runtime == 'auto' else format_duration(runtime)}")
-    if expect.deadline is not None:
-        parts.append(f"deadline={expect.deadline.text()}")
-    if expect.ping is not None:
-        parts.append(f"ping={redact(expect.ping)}")
-    return " ".join(parts)
 
 
 def _given(value: str | None) -> Any:
@@ -68,7 +54,29 @@ def expect(
         note=note,
         actor=actor,
     )
-    click.echo(f"{key}: {describe_expectations(found)}")
+    click.echo(f"{key}: {found.describe()}")
 
 
-COMMANDS = (expect,)
+@click.command("health")
+@click.option("--json", "as_json", is_flag=True, help="The whole report as JSON.")
+@pass_ctx
+@handle_errors
+def health(ctx: Context, as_json: bool) -> None:
+    """Every open problem of every schedule, from the database alone (it works when every
+    worker is down); exit 0 when all are healthy, 1 otherwise. With --app, the code's
+    expectations; without, those the schedulers last applied."""
+    report = (ctx.reader_with_app() if ctx.app_path else ctx.reader()).health.report()
+    if as_json:
+        echo_json(report.to_json())
+    else:
+        if report.fleet is not None:
+            click.echo(report.fleet)
+        for problem in report.problems:
+            click.echo(problem.line())
+        if report.ok:
+            click.echo(f"ok: {len(report.schedules)} schedule(s) healthy")
+    if not report.ok:
+        sys.exit(1)
+
+
+COMMANDS = (expect, health)
