@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 
 from onthedot.domain.durations import format_duration
-from onthedot.domain.expectations import DURATIONS_KEPT
+from onthedot.domain.expectations import DURATIONS_KEPT, Expectations
 from onthedot.domain.expected import (
     PAGE,
     SECOND,
@@ -34,6 +35,7 @@ from onthedot.domain.expected import (
 from onthedot.domain.jobs import iso
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.runs import deadline_missed, failed, overran
+from onthedot.domain.specs import Spec
 from onthedot.domain.watch import HealthState, OpenProblem, ProblemKind, SlotFact, WatchFacts
 
 
@@ -248,5 +250,10 @@ def _next_check(work: Evaluation) -> datetime | None:
 
 def _applied(subject: Subject) -> JsonObject:
     """The expectations applied, as stored on the health row (grace resolved)."""
-    late = subject.expect.late_after(subject.spec)
-    return {**subject.expect.to_json(), "grace": format_duration(late)}
+    return _applied_of(subject.expect, subject.spec)
+
+
+@lru_cache(maxsize=4096)
+def _applied_of(expect: Expectations, spec: Spec) -> JsonObject:
+    # Shared between evaluations (read only): a burst of like schedules encodes it once.
+    return {**expect.to_json(), "grace": format_duration(expect.late_after(spec))}

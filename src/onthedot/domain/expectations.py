@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -63,6 +64,7 @@ class Deadline:
         return found
 
 
+@lru_cache(maxsize=1024)
 def _daily(at: time) -> Spec:
     return parse_spec(f"every 1 day at {at.strftime('%H:%M:%S')}")
 
@@ -140,7 +142,13 @@ class Expectations:
 def default_grace(spec: Spec) -> timedelta:
     """The grace of a schedule that declares none: one period of its spec, at least a minute
     (a tick is a second, a busy worker can take a few) and at most an hour."""
-    return min(max(spec.min_period(), GRACE_FLOOR), GRACE_CEILING)
+    return min(max(period(spec), GRACE_FLOOR), GRACE_CEILING)
+
+
+@lru_cache(maxsize=4096)
+def period(spec: Spec) -> timedelta:
+    """`spec.min_period()`, computed once per spec (a cron's walks its times of day)."""
+    return spec.min_period()
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from onthedot.domain.expectations import Expectations
+from onthedot.domain.expectations import Expectations, period
 from onthedot.domain.jobs import iso
 from onthedot.domain.specs import Spec
 from onthedot.domain.watch import OpenProblem, ProblemKind, SlotFact, WatchFacts
@@ -48,7 +48,7 @@ class Subject:
     def follow(self) -> timedelta:
         """How soon to look again while something is pending (an open problem, a running
         job): a quarter of the period, within [5 s, 60 s]."""
-        return min(max(self.spec.min_period() / 4, FOLLOW_MIN), FOLLOW_MAX)
+        return min(max(period(self.spec) / 4, FOLLOW_MIN), FOLLOW_MAX)
 
 
 @dataclass(frozen=True, slots=True)

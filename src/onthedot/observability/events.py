@@ -228,8 +228,9 @@ class SchedulerFenced(Event):
 
 # -- schedule health (docs/health.md): emitted once per problem, by the process that raised it --
 @dataclass(frozen=True, slots=True)
-class ScheduleLate(Event):
-    """A slot's job had not started `grace` after its slot; `cause` is a Cause value."""
+class ScheduleProblem(Event):
+    """A problem of a schedule's slot (the base of the four kinds); `cause` is a Cause value,
+    `detail` its sentence."""
 
     key: str
     slot: datetime
@@ -240,32 +241,24 @@ class ScheduleLate(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleOverran(Event):
-    key: str
-    slot: datetime
-    cause: str
-    detail: str
-    problem_id: int
-    level = logging.WARNING
+class ScheduleLate(ScheduleProblem):
+    """The slot's job had not started `grace` after its slot."""
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleDeadlineMissed(Event):
-    key: str
-    slot: datetime
-    cause: str
-    detail: str
-    problem_id: int
-    level = logging.WARNING
+class ScheduleOverran(ScheduleProblem):
+    """Its job still ran `max_runtime` after it started."""
 
 
 @dataclass(frozen=True, slots=True)
-class ScheduleFailed(Event):
-    key: str
-    slot: datetime
-    cause: str
-    detail: str
-    problem_id: int
+class ScheduleDeadlineMissed(ScheduleProblem):
+    """Its job had not succeeded by the deadline."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFailed(ScheduleProblem):
+    """Its job failed for good."""
+
     level = logging.ERROR
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import urllib.error
 import urllib.request
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import iso
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.watch import AlertRecord, ProblemKind
+from onthedot.schedules.outbound import send
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
@@ -174,16 +174,8 @@ class AlertNotifier:
                 "Idempotency-Key": str(body["id"]),
             },
         )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                response.read(65536)
-                status = int(response.status)
-        except urllib.error.HTTPError as exc:
-            return f"HTTP {exc.code} from the webhook"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            return f"webhook unreachable: {reason}"
-        return None if 200 <= status < 300 else f"HTTP {status} from the webhook"
+        error = send(request, self.timeout)
+        return None if error is None else f"webhook: {error}"
 
     def _prune(self) -> None:
         if self.storage.acquire_maintenance("prune-health", PRUNE_EVERY, self.worker_id):

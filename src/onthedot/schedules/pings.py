@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.expectations import redact
 from onthedot.observability.events import Event, JobFailed, JobStarted, JobSucceeded
+from onthedot.schedules.outbound import send
 
 log = logging.getLogger("onthedot.pings")
 
@@ -132,12 +132,4 @@ class Pinger:
 
     def _get(self, url: str) -> str | None:
         request = urllib.request.Request(url, headers={"User-Agent": "onthedot-pings"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                response.read(4096)
-                status = int(response.status)
-        except urllib.error.HTTPError as exc:
-            return f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            return str(getattr(exc, "reason", exc))
-        return None if 200 <= status < 300 else f"HTTP {status}"
+        return send(request, self.timeout)

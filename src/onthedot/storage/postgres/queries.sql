@@ -677,10 +677,11 @@ WHERE key = ANY(%(keys)s::text[])
 -- name: watch_clock
 SELECT COALESCE(%(now)s::timestamptz, now());
 
--- name: watch_due
--- The health rows due for a check, locked (another scheduler skips them), with their ledger row
--- and the ledger's newest slot's job. Columns: see storage/sql/health.py (_facts_row).
-SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+-- name: watch_rows
+-- The health rows with their ledger row and the ledger's newest slot's job, filtered by one of
+-- the two blocks below. Columns: see storage/sql/health.py (_facts).
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot,
+       h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s."cursor", s.next_due_at,
@@ -692,27 +693,19 @@ SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_su
 FROM onthedot_schedule_health h
 JOIN onthedot_schedules s ON s.key = h.key
 LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+{where};
+
+-- name: watch_due_where
+-- The rows due for a check, locked (another scheduler skips them), the most overdue first.
 WHERE h.check_at <= %(now)s
 ORDER BY h.check_at
 LIMIT %(limit)s
-FOR UPDATE OF h SKIP LOCKED;
+FOR UPDATE OF h SKIP LOCKED
 
--- name: watch_all
--- watch_due's columns for every watched schedule (or those of `keys`), without locks.
-SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
-       h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
-       h.overrides_note, h.checked_at,
-       s.key, s.source, s.fingerprint, s.spec, s.timezone, s."cursor", s.next_due_at,
-       s.generation, s.definition, s.removed_at, s.paused, s.paused_until, s.paused_at,
-       s.paused_by, s.pause_note, s.missed_total, s.coalesced_total, s.last_missed_from,
-       s.last_missed_to, s.last_slot, s.last_outcome, s.last_job_id, s.repaired_reason,
-       s.created_at, s.updated_at,
-       j.state, j.started_at, j.finished_at
-FROM onthedot_schedule_health h
-JOIN onthedot_schedules s ON s.key = h.key
-LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+-- name: watch_all_where
+-- Every watched schedule (or those of `keys`), due or not, nothing locked.
 WHERE %(all)s OR h.key = ANY(%(keys)s::text[])
-ORDER BY h.key;
+ORDER BY h.key
 
 -- name: watch_slots
 -- The unsettled slots of these schedules (after their watch_slot, due, not manual runs),
@@ -769,18 +762,17 @@ FROM unnest(%(id)s::bigint[], %(event)s::text[]) AS v(id, event)
 ON CONFLICT (problem_id, event) DO NOTHING;
 
 -- name: health_write
+-- Every evaluated schedule's health row, from one JSON array (cheaper to send than ten arrays).
 UPDATE onthedot_schedule_health h
 SET check_at = v.check_at, watch_slot = v.watch_slot, decided_slot = v.decided_slot,
     fingerprint = v.fingerprint,
     last_success_slot = v.last_success_slot, last_success_at = v.last_success_at,
-    durations = v.durations::jsonb, expect = v.expect::jsonb, ping = v.ping,
+    durations = v.durations, expect = v.expect, ping = v.ping,
     checked_at = %(now)s
-FROM unnest(%(key)s::text[], %(check_at)s::timestamptz[], %(watch_slot)s::timestamptz[],
-            %(decided_slot)s::timestamptz[], %(fingerprint)s::text[],
-            %(last_success_slot)s::timestamptz[], %(last_success_at)s::timestamptz[],
-            %(durations)s::text[], %(expect)s::text[], %(ping)s::text[])
-     AS v(key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot,
-          last_success_at, durations, expect, ping)
+FROM json_to_recordset(%(rows)s::json)
+     AS v(key text, check_at timestamptz, watch_slot timestamptz, decided_slot timestamptz,
+          fingerprint text, last_success_slot timestamptz, last_success_at timestamptz,
+          durations jsonb, expect jsonb, ping text)
 WHERE h.key = v.key;
 
 -- name: list_problems

@@ -25,7 +25,7 @@ from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn, Dialect, Row
 
-# The columns of watch_due / watch_all: the health row, the ledger row, the newest slot's job.
+# The columns of watch_rows: the health row, the ledger row, the newest slot's job.
 _STATE, _LEDGER = 15, 25
 _NEWEST = _STATE + _LEDGER
 
@@ -81,7 +81,8 @@ class SqlWatch:
             d.batch(conn, "alert_add", rows, shared)
         if decisions:
             states = [storage._state_row(dec.state) for dec in decisions]
-            d.batch(conn, "health_write", states, shared)
+            encoded = json.dumps(states, default=_instant_text)
+            storage._run(conn, "health_write", {"rows": encoded, **shared})
         return done
 
 
@@ -114,7 +115,7 @@ class HealthVerbs(SqlBase):
     def watch(self, *, limit: int) -> Iterator[SqlWatch]:
         with self._tx() as conn:
             raw_now = self._clock_in(conn)
-            due = self._run(conn, "watch_due", {"now": raw_now, "limit": limit}).fetchall()
+            due = self._watch_rows(conn, "watch_due_where", {"now": raw_now, "limit": limit})
             facts = self._facts(conn, due, raw_now)
             yield SqlWatch(self, conn, raw_now, facts)
 
@@ -123,8 +124,13 @@ class HealthVerbs(SqlBase):
         params = {"all": d.flag(keys is None), "keys": d.array(list(keys or ()))}
         with self._read() as conn:
             raw_now = self._clock_in(conn)
-            rows = self._run(conn, "watch_all", params).fetchall()
+            rows = self._watch_rows(conn, "watch_all_where", params)
             return self._facts(conn, rows, raw_now)
+
+    def _watch_rows(self, conn: Conn, where: str, params: dict[str, Any]) -> list[Row]:
+        q = self.d.q
+        sql = q["watch_rows"].format(where=q[where])
+        return list(self.d.run(conn, sql, params).fetchall())
 
     def _clock_in(self, conn: Conn) -> Any:
         """The transaction's "now", as stored (the database clock unless fixed)."""
@@ -182,8 +188,8 @@ class HealthVerbs(SqlBase):
                 None if s.last_success_slot is None else d.slot(s.last_success_slot)
             ),
             "last_success_at": d.instant(s.last_success_at),
-            "durations": json.dumps(list(s.durations)),
-            "expect": None if s.expect is None else json.dumps(s.expect),
+            "durations": list(s.durations),
+            "expect": s.expect,
             "ping": s.ping,
         }
 
@@ -238,6 +244,13 @@ class HealthVerbs(SqlBase):
     def ping_targets(self) -> dict[str, str]:
         with self._read() as conn:
             return {r[0]: r[1] for r in self._run(conn, "ping_targets", {}).fetchall()}
+
+
+def _instant_text(value: object) -> str:
+    """An instant in the JSON of health_write (PostgreSQL: ISO text; SQLite sends numbers)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _state(d: Dialect, r: Row) -> HealthState:

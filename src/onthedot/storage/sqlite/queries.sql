@@ -537,10 +537,11 @@ WHERE key IN (SELECT value FROM json_each(:keys)) AND (check_at IS NULL OR check
 -- name: watch_clock
 SELECT :now;
 
--- name: watch_due
--- The health rows due for a check (the transaction holds the write lock), with their ledger row
--- and the ledger's newest slot's job. Columns: see storage/sql/health.py (_facts_row).
-SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
+-- name: watch_rows
+-- The health rows with their ledger row and the ledger's newest slot's job, filtered by one of
+-- the two blocks below. Columns: see storage/sql/health.py (_facts).
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot,
+       h.last_success_at,
        h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
        h.overrides_note, h.checked_at,
        s.key, s.source, s.fingerprint, s.spec, s.timezone, s.cursor, s.next_due_at,
@@ -552,25 +553,18 @@ SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_su
 FROM onthedot_schedule_health h
 JOIN onthedot_schedules s ON s.key = h.key
 LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+{where};
+
+-- name: watch_due_where
+-- The rows due for a check (the transaction holds the write lock), the most overdue first.
 WHERE h.check_at <= :now
 ORDER BY h.check_at
-LIMIT :limit;
+LIMIT :limit
 
--- name: watch_all
-SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot, h.last_success_at,
-       h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
-       h.overrides_note, h.checked_at,
-       s.key, s.source, s.fingerprint, s.spec, s.timezone, s.cursor, s.next_due_at,
-       s.generation, s.definition, s.removed_at, s.paused, s.paused_until, s.paused_at,
-       s.paused_by, s.pause_note, s.missed_total, s.coalesced_total, s.last_missed_from,
-       s.last_missed_to, s.last_slot, s.last_outcome, s.last_job_id, s.repaired_reason,
-       s.created_at, s.updated_at,
-       j.state, j.started_at, j.finished_at
-FROM onthedot_schedule_health h
-JOIN onthedot_schedules s ON s.key = h.key
-LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+-- name: watch_all_where
+-- Every watched schedule (or those of `keys`), due or not.
 WHERE :all OR h.key IN (SELECT value FROM json_each(:keys))
-ORDER BY h.key;
+ORDER BY h.key
 
 -- name: watch_slots
 SELECT x.schedule_key, x.slot, x.outcome, x.recorded_at, x.actor, x.note, x.job_id, j.state,
@@ -617,12 +611,23 @@ VALUES (:id, :event, :now, :now)
 ON CONFLICT (problem_id, event) DO NOTHING;
 
 -- name: health_write
+-- Every evaluated schedule's health row, from one JSON array.
 UPDATE onthedot_schedule_health
-SET check_at = :check_at, watch_slot = :watch_slot, decided_slot = :decided_slot,
-    fingerprint = :fingerprint,
-    last_success_slot = :last_success_slot, last_success_at = :last_success_at,
-    durations = :durations, expect = :expect, ping = :ping, checked_at = :now
-WHERE key = :key;
+SET check_at = v.check_at, watch_slot = v.watch_slot, decided_slot = v.decided_slot,
+    fingerprint = v.fingerprint,
+    last_success_slot = v.last_success_slot, last_success_at = v.last_success_at,
+    durations = v.durations, expect = v.expect, ping = v.ping, checked_at = :now
+FROM (SELECT value ->> 'key' AS key, value ->> 'check_at' AS check_at,
+             value ->> 'watch_slot' AS watch_slot, value ->> 'decided_slot' AS decided_slot,
+             value ->> 'fingerprint' AS fingerprint,
+             value ->> 'last_success_slot' AS last_success_slot,
+             value ->> 'last_success_at' AS last_success_at,
+             json(value -> 'durations') AS durations,
+             CASE WHEN json_type(value, '$.expect') = 'null' THEN NULL
+                  ELSE json(value -> 'expect') END AS expect,
+             value ->> 'ping' AS ping
+      FROM json_each(:rows)) AS v
+WHERE onthedot_schedule_health.key = v.key;
 
 -- name: list_problems
 SELECT id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at, resolution
