@@ -8,12 +8,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from onthedot.domain.definitions import MAX_KEY_LENGTH
+from onthedot.domain.expectations import EXPECTATION_FIELDS
 from onthedot.schedules.expectations import UNCHANGED
 from onthedot.web.charts import sparkline
 from onthedot.web.forms import BadInput, NotFound, flag, key_path, text
 from onthedot.web.handlers import Page, action, page
-
-_FIELDS = ("grace", "max_runtime", "deadline", "ping")
 
 
 @page
@@ -33,7 +32,7 @@ def expect(pg: Page) -> Response:
         raise NotFound("no schedule key given")
     pg.back = key_path(key)
     given = {}
-    for name in _FIELDS:
+    for name in EXPECTATION_FIELDS:
         value = text(pg.form.get(name), name.replace("_", " "), max_len=2000)
         if value is not None:
             given[name] = None if value.strip().lower() == "off" else value
@@ -42,7 +41,7 @@ def expect(pg: Page) -> Response:
         raise BadInput("nothing to change: give an expectation, or clear them")
     found = pg.app.schedules.expect(
         key,
-        **{name: given.get(name, UNCHANGED) for name in _FIELDS},
+        **{name: given.get(name, UNCHANGED) for name in EXPECTATION_FIELDS},
         clear=clear,
         note=text(pg.form.get("note"), "note"),
         actor=pg.actor,
