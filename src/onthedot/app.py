@@ -28,7 +28,9 @@ from onthedot.observability.hooks import Instrumentation
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
+from onthedot.schedules.expectations import ExpectationControls
 from onthedot.schedules.facade import Schedules
+from onthedot.schedules.monitoring import HealthServices
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.scheduler import TICK_BATCH, Scheduler
@@ -62,6 +64,8 @@ class App:
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
         log_events: bool = True,
+        alert_webhook: str | None = None,
+        admin_url: str | None = None,
     ) -> None:
         self._clock = FollowingClock(clock or SystemClock())
         # How commands are typed where this app runs, for hints (Django sets its own).
@@ -97,23 +101,40 @@ class App:
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
+        self._health = HealthServices(
+            storage,
+            registry,
+            self.events,
+            clock,
+            lease=self.lease,
+            retention=self.retention,
+            alert_webhook=alert_webhook,
+            admin_url=admin_url,
+            jobs=lambda: any(name != COMMAND_JOB for name in self.jobs),
+        )
+        self.health = self._health.reader
         views = ScheduleViews(storage, clock, registry, commands=lambda: self.commands)
+        controls = OperatorControls(
+            storage,
+            clock,
+            registry,
+            audit,
+            views,
+            self.jobs,
+            self._enqueuer.enqueue,
+            sync=self._sync_declared,
+            retention=self.retention,
+        )
         self.schedules = Schedules(
             registry,
             RuntimeSchedules(storage, clock, registry, audit, views),
-            OperatorControls(
-                storage,
-                clock,
-                registry,
-                audit,
-                views,
-                self.jobs,
-                self._enqueuer.enqueue,
-                sync=self._sync_declared,
-                retention=self.retention,
-            ),
+            controls,
             views,
+            ExpectationControls(storage, registry, audit, controls.require_row),
+            self.health,
         )
+
         self.job(name=COMMAND_JOB, queue="default", max_attempts=3)(run_command)
 
     def __repr__(self) -> str:
@@ -158,6 +179,7 @@ class App:
         return self._database.migrate()
 
     def close(self) -> None:
+        self._health.close()
         self._database.close()
 
     # -- jobs -------------------------------------------------------------------------------
@@ -343,8 +365,9 @@ class App:
     ) -> Scheduler:
         """Build a Scheduler over this app's storage, declarations and jobs (a worker's, or
         `onthedot.testing.tick`'s)."""
+        storage = self.raw_storage()
         return Scheduler(
-            self.raw_storage(),
+            storage,
             self.schedules.registry,
             self.jobs,
             clock=self._clock,
@@ -355,6 +378,8 @@ class App:
             stopping=stopping,
             batch=batch,
             keep_removed_jobs=self.keep_removed_jobs,
+            watcher=self._health.watcher(),
+            services=self._health.services(worker_id, storage),
         )
 
     def _sync_declared(self) -> None:
@@ -368,6 +393,8 @@ class App:
     def worker(self, **options: Any) -> Worker:
         """Build a Worker for this app (see `onthedot.worker.Worker`)."""
         from onthedot.worker import Worker, WorkerDeps
+
+        self._health.start_pings()
 
         def scheduler(worker_id: str, stopping: threading.Event) -> Scheduler:
             return self.scheduler(worker_id=worker_id, stopping=stopping)

@@ -33,9 +33,18 @@ from onthedot.schedules.facade import Schedules
 
 if TYPE_CHECKING:
     from onthedot.app import App
+    from onthedot.domain.watch import ProblemRecord
     from onthedot.schedules.scheduler import Scheduler
 
-__all__ = ["FiredSlot", "ManualClock", "drain", "scheduler_for", "slots_between", "tick"]
+__all__ = [
+    "FiredSlot",
+    "ManualClock",
+    "check_health",
+    "drain",
+    "scheduler_for",
+    "slots_between",
+    "tick",
+]
 
 
 class FiredSlot(NamedTuple):
@@ -98,6 +107,24 @@ def tick(app: App, now: datetime | None = None) -> list[FiredSlot]:
         fired.extend(FiredSlot(r.key, r.slot, r.job_id) for r in result.recorded)
     fired.sort(key=lambda f: (f.slot, f.key))
     return fired
+
+
+def check_health(app: App, now: datetime | None = None) -> list[ProblemRecord]:
+    """Run the health check a worker's scheduler runs at its tick (docs/health.md) at `now`
+    (as `tick` takes it), until no schedule's check is due; return the problems it raised and
+    resolved, oldest first."""
+    when = _aware(now) if now is not None else None
+    clock = app.clock
+    if when is not None and isinstance(clock, ManualClock):
+        clock.set(when)
+        when = None
+    scheduler = scheduler_for(app, now=when)
+    found: list[ProblemRecord] = []
+    while True:
+        result = scheduler.check_health(now=when)
+        found.extend(result.problems)
+        if not result.evaluated:
+            return found
 
 
 def slots_between(

@@ -6,16 +6,26 @@ import ast
 import re
 from pathlib import Path
 
+import onthedot.storage.health as health
 import onthedot.storage.interface as interface
 
 CONTRACT = Path(__file__).parent / "contract"
 
 
 def _verbs() -> list[str]:
-    tree = ast.parse(Path(interface.__file__).read_text("utf-8"))
-    (storage,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Storage")
-    verbs = (ast.FunctionDef, ast.AsyncFunctionDef)
-    return [f.name for f in storage.body if isinstance(f, verbs)]
+    """The verbs of the Storage protocol and of the protocols it inherits (HealthStorage)."""
+    found = []
+    for module, name in ((interface, "Storage"), (health, "HealthStorage")):
+        tree = ast.parse(Path(module.__file__).read_text("utf-8"))
+        (protocol,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+        verbs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        found += [f.name for f in protocol.body if isinstance(f, verbs)]
+    return found
+
+
+def test_storage_inherits_exactly_the_protocols_read_here() -> None:
+    bases = [b.__name__ for b in interface.Storage.__bases__]
+    assert bases == ["HealthStorage", "Protocol"], bases
 
 
 def test_every_storage_verb_has_a_direct_contract_test() -> None:

@@ -44,6 +44,10 @@ def policy_options(fn: F) -> F:
         ("--overlap", "allow | skip | serialize."),
         ("--jitter", "Random delay below the period, e.g. 30s."),
         ("--queue", "Queue of the jobs."),
+        ("--grace", "How late its job may start before it is late, e.g. 10m."),
+        ("--max-runtime", "How long a run may last: 30m, or auto (off: none)."),
+        ("--deadline", "Succeeded by: 06:00 in its zone, or 4h after the slot (off: none)."),
+        ("--ping", "healthchecks.io-style URL called at start/success/fail (off: none)."),
     ):
         fn = click.option(name, help=help_text)(fn)
     return click.option("--priority", type=int, help="Priority of the jobs.")(fn)
@@ -56,8 +60,16 @@ def _next(view: ScheduleView) -> str:
 
 
 def _policies(**options: object) -> dict[str, object]:
-    """The options given (click passes None for the others)."""
-    return {k: v for k, v in options.items() if v is not None}
+    """The options given (click passes None for the others); an expectation given as "off"
+    is turned off (None)."""
+    return {
+        k: None if k in _EXPECTATIONS and str(v).lower() == "off" else v
+        for k, v in options.items()
+        if v is not None
+    }
+
+
+_EXPECTATIONS = ("grace", "max_runtime", "deadline", "ping")
 
 
 @click.command("create")

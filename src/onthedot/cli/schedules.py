@@ -10,6 +10,7 @@ import click
 
 from onthedot.cli.context import Context, echo_json, handle_errors, parse_instant, pass_ctx
 from onthedot.cli.schedule_controls import COMMANDS as CONTROLS
+from onthedot.cli.schedule_health import COMMANDS as HEALTH
 from onthedot.clock import SystemClock
 from onthedot.domain.fields import printable
 from onthedot.domain.jobs import iso
@@ -57,7 +58,7 @@ def preview(spec: str, tz_name: str, after: str | None, count: int, as_json: boo
         click.echo("(no upcoming slots)")
 
 
-@click.group(commands=CONTROLS)
+@click.group(commands=(*CONTROLS, *HEALTH))
 def schedules() -> None:
     """List, explain and inspect schedules."""
 

@@ -11,6 +11,12 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import format_duration, parse_duration
+from onthedot.domain.expectations import (
+    Deadline,
+    Expectations,
+    MaxRuntime,
+    parse_expectations,
+)
 from onthedot.domain.fields import text_problem
 from onthedot.domain.payload import JsonObject, JsonValue
 from onthedot.domain.specs import Spec, SpecError, fingerprint, load_timezone, parse_spec
@@ -20,7 +26,7 @@ OVERLAP_POLICIES = ("allow", "skip", "serialize")
 COMMAND_JOB = "onthedot.command"
 MAX_KEY_LENGTH = 200
 DEFAULT_MAX_PER_TICK = 100
-DEFAULT_GRACE = timedelta(seconds=60)
+DEFAULT_GRACE = timedelta(seconds=60)  # catchup="none" without a grace: the enqueue cutoff
 
 
 class JobSignature(Protocol):
@@ -74,8 +80,21 @@ class ScheduleDef:
     jitter: timedelta | None = None
     queue: str | None = None
     priority: int | None = None
-    grace: timedelta = DEFAULT_GRACE
+    grace: timedelta | None = None  # None: not given (see `enqueue_grace`, `late_after`)
     max_per_tick: int = DEFAULT_MAX_PER_TICK
+    max_runtime: MaxRuntime = None
+    deadline: Deadline | None = None
+    ping: str | None = None
+
+    @property
+    def enqueue_grace(self) -> timedelta:
+        """With catchup="none": how late a slot may still be enqueued (the grace, else 60 s)."""
+        return self.grace if self.grace is not None else DEFAULT_GRACE
+
+    @property
+    def expectations(self) -> Expectations:
+        """What the schedule promises, as declared (operators may override it)."""
+        return Expectations(self.grace, self.max_runtime, self.deadline, self.ping)
 
     @property
     def timezone(self) -> str:
@@ -97,8 +116,8 @@ class ScheduleDef:
             "jitter": None if self.jitter is None else format_duration(self.jitter),
             "queue": self.queue,
             "priority": self.priority,
-            "grace": format_duration(self.grace),
             "max_per_tick": self.max_per_tick,
+            **self.expectations.to_json(),  # only the ones set
         }
 
     def describe(self) -> str:
@@ -122,8 +141,11 @@ class Declaration:
     jitter: Any = None
     queue: Any = None
     priority: Any = None
-    grace: Any = "1m"
+    grace: Any = None
     max_per_tick: Any = DEFAULT_MAX_PER_TICK
+    max_runtime: Any = None
+    deadline: Any = None
+    ping: Any = None
     command: Any = None
     shell: bool = False
     command_timeout: Any = None
@@ -200,7 +222,16 @@ def validate(
     window = _duration(decl.catchup_window, "catchup_window", err, allow_zero=True)
     if window is not None and window == timedelta(0) and catchup != "none":
         err("catchup_window can be zero only with catchup='none'")
-    grace = _duration(decl.grace, "grace", err, allow_zero=True)
+    expect, expect_problems = parse_expectations(
+        {
+            "grace": decl.grace,
+            "max_runtime": decl.max_runtime,
+            "deadline": decl.deadline,
+            "ping": decl.ping,
+        }
+    )
+    for problem in expect_problems:
+        err(problem)
     jitter = None
     if decl.jitter is not None:
         jitter = _duration(decl.jitter, "jitter", err, allow_zero=False)
@@ -228,7 +259,7 @@ def validate(
     if any(p.level == "error" for p in problems):
         return None, problems
     assert spec is not None and tz is not None and job_name is not None
-    assert window is not None and grace is not None
+    assert window is not None
     return (
         ScheduleDef(
             key=key,
@@ -244,8 +275,11 @@ def validate(
             jitter=jitter,
             queue=decl.queue,
             priority=decl.priority,
-            grace=grace,
+            grace=expect.grace,
             max_per_tick=max_per_tick,
+            max_runtime=expect.max_runtime,
+            deadline=expect.deadline,
+            ping=expect.ping,
         ),
         problems,
     )
@@ -347,8 +381,11 @@ def definition_to_declaration(
         jitter=data.get("jitter"),
         queue=data.get("queue"),
         priority=data.get("priority"),
-        grace=data.get("grace", "1m"),
+        grace=data.get("grace"),
         max_per_tick=data.get("max_per_tick", DEFAULT_MAX_PER_TICK),
+        max_runtime=data.get("max_runtime"),
+        deadline=data.get("deadline"),
+        ping=data.get("ping"),
         command=command,
         shell=shell,
         command_timeout=command_timeout,

@@ -253,7 +253,7 @@ class Decider:
         if template is None:
             template = self._templates[content] = len(self._template_list)
             self._template_list.append(JobTemplate(*content))
-        horizon = sched.grace if sched.catchup == "none" else sched.catchup_window
+        horizon = sched.enqueue_grace if sched.catchup == "none" else sched.catchup_window
         policy = (sched.spec, sched.tz, sched.catchup, horizon, sched.max_per_tick)
         known = self._policies.get(policy)
         if known is None:
@@ -273,7 +273,7 @@ def _timing(sched: ScheduleDef, cursor: datetime, now: datetime) -> _Timing:
     # Slots older than the catch-up window (or the grace period for policy "none") are missed;
     # a slot exactly one window (grace) late is still in time. Slots are whole seconds, so the
     # missed ones are those at or before the last whole second before now - horizon.
-    horizon = sched.grace if sched.catchup == "none" else sched.catchup_window
+    horizon = sched.enqueue_grace if sched.catchup == "none" else sched.catchup_window
     floor = _second_before(now - horizon)
     if floor > cursor:
         missed = spec.count_between(cursor, floor, tz)

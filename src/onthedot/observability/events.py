@@ -271,6 +271,53 @@ class SchedulerFenced(Event):
     fenced: bool
 
 
+# -- schedule health (docs/health.md): emitted once per problem, by the process that raised it --
+@dataclass(frozen=True, slots=True)
+class ScheduleProblem(Event):
+    """A problem of a schedule's slot (the base of the four kinds); `cause` is a Cause value,
+    `detail` its sentence."""
+
+    key: str
+    slot: datetime
+    cause: str
+    detail: str
+    problem_id: int
+    level = logging.WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleLate(ScheduleProblem):
+    """The slot's job had not started `grace` after its slot."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleOverran(ScheduleProblem):
+    """Its job still ran `max_runtime` after it started."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDeadlineMissed(ScheduleProblem):
+    """Its job had not succeeded by the deadline."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleFailed(ScheduleProblem):
+    """Its job failed for good."""
+
+    level = logging.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecovered(Event):
+    """A problem of `kind` ended; `resolution` says how."""
+
+    key: str
+    slot: datetime
+    kind: str
+    resolution: str
+    problem_id: int
+
+
 E = TypeVar("E", bound=Event)
 Subscriber = Callable[[Any], None]
 

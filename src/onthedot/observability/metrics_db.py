@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -20,7 +20,11 @@ from onthedot.domain.jobs import QueueStats
 from onthedot.domain.ledger import LedgerRow
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
+from onthedot.observability.metrics_health import health_families
 from onthedot.storage.interface import Storage, WorkerRow
+
+if TYPE_CHECKING:
+    from onthedot.schedules.health import HealthReport
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 
@@ -34,8 +38,15 @@ class _Schedules(Protocol):
     def registry(self) -> _Registry: ...
 
 
+class _Health(Protocol):
+    def report(self) -> HealthReport: ...
+
+
 class MetricsApp(Protocol):
     """What the metrics read from an App."""
+
+    @property
+    def health(self) -> _Health: ...
 
     @property
     def events(self) -> EventBus: ...
@@ -76,6 +87,7 @@ class DatabaseCollector(Collector):
             queues = self.app.queue_stats()
             workers = storage.list_workers()
             rows = storage.list_schedule_rows()
+            health = self.app.health.report()
         except (OnthedotError, OSError):
             up.add_metric([], 0)
             yield up
@@ -86,6 +98,11 @@ class DatabaseCollector(Collector):
         yield from _worker_metrics(workers, self.app.lease)
         _, invalid = self.app.schedules.registry.declared_or_invalid()
         yield from _schedule_metrics(rows, now, self.late_after, len(invalid))
+        for family in health_families(health):  # schedule health: observability/metrics_health
+            gauge = GaugeMetricFamily(family.name, family.help, labels=list(family.labels))
+            for values, value in family.samples:
+                gauge.add_metric(list(values), value)
+            yield gauge
 
 
 def _queue_metrics(queues: list[QueueStats]) -> Iterator[Metric]:

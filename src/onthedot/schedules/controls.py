@@ -17,6 +17,7 @@ from onthedot.domain.errors import ScheduleError
 from onthedot.domain.fields import text_problem
 from onthedot.domain.jobs import MANUAL_PREFIX, NewJob, iso
 from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
+from onthedot.domain.payload import JsonObject
 from onthedot.domain.slots import slot_job
 from onthedot.schedules.audit import check_operator_text, default_actor
 from onthedot.schedules.backfill import (
@@ -61,6 +62,10 @@ class OperatorControls:
         self._enqueue = enqueue
         self._retention = retention  # how long the slot history is kept (None: for ever)
         self._sync = sync  # the scheduler's sync: creates the ledger rows of the declarations
+
+    def require_row(self, key: str, note: str | None = None, actor: str | None = None) -> LedgerRow:
+        """The ledger row of `key` (see `_row`), for the other operator peers."""
+        return self._row(key, note, actor)
 
     def _row(self, key: str, note: str | None = None, actor: str | None = None) -> LedgerRow:
         """The schedule's ledger row, once the operator's `note` and `actor` are checked; a
@@ -141,6 +146,7 @@ class OperatorControls:
         else:
             patch = _end_pause(row, sched, now)
         self._storage().update_operator_state(key, patch)
+        self._storage().recheck_health([key])
         self._audit.record("resumed", key, actor, note, {"catchup": catchup})
         return self._views.get(key)
 
@@ -302,7 +308,8 @@ class OperatorControls:
         return result
 
     def reset(self, key: str, *, note: str | None = None, actor: str | None = None) -> None:
-        """Clear operator state (pause, future skips) back to what the code says."""
+        """Clear operator state (pause, future skips, expectation overrides) back to what the
+        code says."""
         row = self._row(key, note, actor)
         sched = self._definition(key, row)
         now = self._views.now()
@@ -312,9 +319,15 @@ class OperatorControls:
             removed += self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR)
         patch = _end_pause(row, sched, now) if row.paused else _UNPAUSED
         self._storage().update_operator_state(key, patch)
-        self._audit.record(
-            "reset", key, actor, note, {"unskipped": removed, "unpaused": row.paused}
-        )
+        expected = any(h.overrides for h in self._storage().health_states([key]))
+        if expected:  # expectations overridden by an operator: back to the code's
+            self._storage().set_expectations(key, None, actor=actor or default_actor())
+        details: JsonObject = {
+            "unskipped": removed,
+            "unpaused": row.paused,
+            "expectations": expected,
+        }
+        self._audit.record("reset", key, actor, note, details)
 
     def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
         """The audit log, newest first."""

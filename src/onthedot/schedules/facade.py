@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 from onthedot.domain.definitions import Declaration
 from onthedot.schedules.controls import OperatorControls
+from onthedot.schedules.expectations import ExpectationControls
+from onthedot.schedules.health import HealthReader
 from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.views import ScheduleViews
@@ -15,8 +17,8 @@ from onthedot.schedules.views import ScheduleViews
 
 class Schedules:
     """Declared and runtime schedules: declare and check them, create/update/delete runtime
-    ones, operate on any (pause, resume, skip, unskip, trigger, backfill, reset, audit), and
-    read them (get, list, views, explain)."""
+    ones, operate on any (pause, resume, skip, unskip, trigger, backfill, reset, audit,
+    expect), and read them (get, list, views, explain, expectations)."""
 
     def __init__(
         self,
@@ -24,6 +26,8 @@ class Schedules:
         runtime: RuntimeSchedules,
         controls: OperatorControls,
         views: ScheduleViews,
+        expectations: ExpectationControls,
+        health: HealthReader,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -51,13 +55,22 @@ class Schedules:
         self.backfill = controls.backfill
         self.reset = controls.reset
         self.audit = controls.audit
+        self.expect = expectations.expect
+        self.expectations = expectations.expectations
         # read views
         self.get = views.get
         self.list = views.views
         self.views = views.views
         self.view = views.view
         self.get_definition = views.get_definition
-        self.explain = views.explain
+        self._health = health
+
+    def explain(self, key: str) -> str:
+        """Why schedule `key` did or did not fire, in plain words (`schedules explain`),
+        ending with its health: expectations, run times and open problems."""
+        text = self.read.explain(key)
+        lines = self._health.explain_lines(key)
+        return "\n".join([text, *lines]) if lines else text
 
     def __iter__(self) -> Iterator[Declaration]:
         return iter(self.registry)

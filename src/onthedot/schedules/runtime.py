@@ -39,6 +39,9 @@ POLICY_FIELDS = (
     "priority",
     "grace",
     "max_per_tick",
+    "max_runtime",
+    "deadline",
+    "ping",
     "command",
     "shell",
     "command_timeout",
@@ -163,6 +166,7 @@ class RuntimeSchedules:
         if row.paused:
             new_row = replace(new_row, next_due_at=row.paused_until)
         self._storage().upsert_dynamic(new_row)
+        self._storage().recheck_health([key])  # its expectations may have changed
         self._audit.record(
             "updated",
             key,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,6 +22,7 @@ from onthedot.domain.errors import OnthedotError
 from onthedot.domain.ledger import AuditEntry, DueRow, SlotOutcome, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.slots import Decider, plan_sync
+from onthedot.domain.watch import WatchResult
 from onthedot.observability.events import (
     DatabaseError,
     EventBus,
@@ -58,6 +59,20 @@ class Definitions(Protocol):
     def definition_for(self, row: LedgerRow) -> ScheduleDef | None: ...
 
 
+class Watcher(Protocol):
+    """The health check run at the tick (schedules/watcher.py)."""
+
+    def watch(self, storage: Storage) -> WatchResult: ...
+
+
+class Service(Protocol):
+    """A background service that runs while the scheduler does (the alert notifier)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class Scheduler:
     """One process's scheduler: `prepare`, `sync`, then `run` (or `tick` from tests)."""
 
@@ -75,6 +90,8 @@ class Scheduler:
         stopping: threading.Event | None = None,
         batch: int = TICK_BATCH,
         keep_removed_jobs: bool = False,
+        watcher: Watcher | None = None,
+        services: Sequence[Service] = (),
     ) -> None:
         self.storage = storage
         self.definitions = definitions
@@ -86,6 +103,8 @@ class Scheduler:
         self.worker_id = worker_id
         self.batch = batch
         self.keep_removed_jobs = keep_removed_jobs
+        self.watcher = watcher
+        self.services = tuple(services)
         self.generation = 0
         self.fenced = False
         self.wake = threading.Event()
@@ -137,6 +156,8 @@ class Scheduler:
         events = self.events
         for row in report.restarts:
             events.emit(LedgerRepaired(row.key, row.repaired_reason or "restarted"))
+        if report.restarts:  # a new timing: its health is judged from the restart on
+            storage.recheck_health([row.key for row in report.restarts])
         for key in report.removals:
             events.emit(LedgerRepaired(key, "no longer declared in code: stopped"))
         for key in report.conflicts:
@@ -231,6 +252,7 @@ class Scheduler:
                 events.emit(SlotsCoalesced(plan.key, plan.coalesced))
             if plan.repair is not None:
                 events.emit(LedgerRepaired(plan.key, plan.repair.repaired_reason or "repaired"))
+                self.storage.recheck_health([plan.key])
             if plan.remove:
                 events.emit(LedgerRepaired(plan.key, "no longer declared in code: stopped"))
         if result.recorded:
@@ -253,19 +275,35 @@ class Scheduler:
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> None:
         unlisten = self.wakeups.on_schedules_changed(self.wake.set)
+        for service in self.services:
+            service.start()
         try:
             self._loop()
         finally:
             unlisten()
+            for service in self.services:
+                service.stop()
+
+    def check_health(self, *, now: datetime | None = None) -> WatchResult:
+        """Evaluate the schedules whose health check is due (one batch; nothing while fenced:
+        the newest code judges). `now` replaces the clock's time (a test hook)."""
+        if self.watcher is None or self.fenced:
+            return WatchResult()
+        return self.watcher.watch(self.storage if now is None else self.storage.at(now))
 
     def step(self) -> float:
-        """One iteration of the loop: tick, then return how long to sleep (seconds), from the
-        tick's own answer: no separate query for the next due instant."""
+        """One iteration of the loop: tick, check health when due, then return how long to
+        sleep (seconds), from the tick's own answer: no separate query for the next due
+        instant or the next health check."""
         last = self.tick()[-1]
         if last.idle:
-            if last.next_due_at is None:
+            watch_at = last.watch_at if self.watcher is not None else None
+            if watch_at is not None and watch_at <= last.now and not last.fenced:
+                return 0.0 if self.check_health().evaluated else NAP
+            wakes = [t for t in (last.next_due_at, watch_at) if t is not None]
+            if not wakes:
                 return MAX_SLEEP
-            delay = (last.next_due_at - last.now).total_seconds()
+            delay = (min(wakes) - last.now).total_seconds()
             return delay if delay > 0 else NAP  # due, but fenced: the newer code handles it
         if last.rows == 0:
             return NAP  # due rows were held by another scheduler, or fenced in the transaction

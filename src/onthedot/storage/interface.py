@@ -15,10 +15,11 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats
+from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats, iso
 from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.rescue import Lease
+from onthedot.storage.health import HealthStorage
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -51,8 +52,6 @@ class WorkerRow:
     jobs: tuple[str, ...] = ()  # the job names it can run
 
     def to_json(self) -> JsonObject:
-        from onthedot.domain.jobs import iso
-
         return {
             "id": self.id,
             "hostname": self.hostname,
@@ -145,11 +144,12 @@ class TickResult:
     conflicts: list[tuple[str, datetime]] = field(default_factory=list)  # slots already taken
     plans: list[TickPlan] = field(default_factory=list)
     fenced: bool = False
-    # Nothing was due (or the scheduler is fenced): no transaction was opened, and
-    # `next_due_at` is the earliest next_due_at of the ledger, read with `now` in the same
-    # statement (None: no schedule is due ever), so the caller knows how long to sleep.
+    # Nothing was due (or fenced): no transaction was opened; `next_due_at` is the ledger's
+    # earliest next_due_at (None: none ever), so the caller knows how long to sleep, and
+    # `watch_at` the earliest health check (storage/health.py), read in the same statement.
     idle: bool = False
     next_due_at: datetime | None = None
+    watch_at: datetime | None = None
 
 
 class SyncTransaction(Protocol):
@@ -178,8 +178,8 @@ class TickTransaction(Protocol):
         """Write the plans' slot history rows, their jobs and the new ledger state."""
 
 
-class Storage(Protocol):
-    """Domain verbs over one database. Thread-safe; holds its own connections."""
+class Storage(HealthStorage, Protocol):
+    """Domain verbs over one database (health's: storage/health.py). Thread-safe."""
 
     backend: str  # "sqlite" | "postgresql"
 

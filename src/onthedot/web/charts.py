@@ -148,3 +148,22 @@ def timeline(records: Sequence[SlotRecord], now: datetime) -> Markup:
         )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def sparkline(values: Sequence[float], *, label: str) -> Markup:
+    """Recent run times as a small line, oldest first, with the longest marked."""
+    if len(values) < 2:
+        return Markup("")
+    width, height, pad = 120, 24, 2
+    peak = max(values) or 1.0
+    step = (width - 2 * pad) / (len(values) - 1)
+    points = " ".join(
+        f"{pad + i * step:.1f},{height - pad - (height - 2 * pad) * v / peak:.1f}"
+        for i, v in enumerate(values)
+    )
+    tip = f"{label}: {', '.join(f'{v:g}s' for v in values)}"
+    return Markup(
+        f'<svg class="chart spark" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(label)}"><title>{escape(tip)}</title>'
+        f'<polyline class="o-ok" fill="none" points="{points}"/></svg>'
+    )

@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from onthedot.web.handlers import WebState, http_error
 from onthedot.web.hosts import HostRule, allowed_from_env
 from onthedot.web.rendering import build_environment
+from onthedot.web.routes_health import routes as health_routes
 from onthedot.web.routes_jobs import routes as job_routes
 from onthedot.web.routes_overview import routes as overview_routes
 from onthedot.web.routes_schedules import routes as schedule_routes
@@ -68,6 +69,7 @@ def asgi(
         routes=[
             *overview_routes,
             *job_routes,
+            *health_routes,
             *schedule_routes,
             *worker_routes,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from onthedot.observability.metrics_health import health_families, text_exposition
 from onthedot.web.charts import Bucket, buckets, throughput
 from onthedot.web.handlers import Page, page
 from onthedot.web.health import Health, prometheus
@@ -22,6 +23,7 @@ def overview(pg: Page) -> Response:
     return pg.render(
         "overview.html",
         health=health,
+        summary=pg.app.health.summary(),
         hour_chart=throughput(last_hour, label="Jobs finished per minute, last hour"),
         day_chart=throughput(last_day, label="Jobs finished per hour, last 24 hours"),
         hour_total=_sums(last_hour),
@@ -47,8 +49,10 @@ def metrics(pg: Page) -> Response:
         body = prom.render(pg.app, late_after=pg.web.late_after)
         return Response(body, media_type=prom.CONTENT_TYPE)
     health = Health.read(pg.app, pg.now, pg.web.late_after)
+    schedules = text_exposition(health_families(pg.app.health.report()))
     return PlainTextResponse(
-        prometheus(health), media_type="text/plain; version=0.0.4; charset=utf-8"
+        prometheus(health) + "\n".join(schedules) + "\n",
+        media_type="text/plain; version=0.0.4; charset=utf-8",
     )
 
 

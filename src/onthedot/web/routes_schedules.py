@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from markupsafe import Markup
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -15,8 +16,9 @@ from onthedot.domain.definitions import MAX_KEY_LENGTH, ScheduleDef
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
 from onthedot.schedules.backfill import BACKFILL_BOUND
+from onthedot.schedules.health import ScheduleHealth
 from onthedot.schedules.views import ScheduleView
-from onthedot.web.charts import timeline
+from onthedot.web.charts import sparkline, timeline
 from onthedot.web.forms import (
     BadInput,
     NotFound,
@@ -100,6 +102,7 @@ def schedule_page(pg: Page) -> Response:
         skipped = pg.app.schedules.skipped(key)
     except ScheduleError:
         skipped = []
+    health, spark = _health(pg, key)
     return pg.render(
         "schedule.html",
         view=view,
@@ -113,7 +116,17 @@ def schedule_page(pg: Page) -> Response:
         late=is_late(view, pg.now, pg.web.late_after),
         runtime_jobs=pg.app.schedules.runtime_jobs(),
         edit_values=_edit_values(view, sched),
+        health=health,
+        spark=spark,
     )
+
+
+def _health(pg: Page, key: str) -> tuple[ScheduleHealth | None, Markup]:
+    """The schedule's health (docs/health.md) and its run times' sparkline."""
+    found = pg.app.health.report([key]).schedules
+    if not found:
+        return None, Markup("")
+    return found[0], sparkline(found[0].durations, label=f"run times of {key}")
 
 
 def _edit_values(view: ScheduleView, sched: ScheduleDef | None) -> dict[str, object]:

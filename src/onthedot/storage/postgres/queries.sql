@@ -486,15 +486,17 @@ SET removed_at = %(now)s, next_due_at = NULL, generation = %(generation)s,
 WHERE key = ANY(%(key)s::text[]) AND source = 'code';
 
 -- name: tick_probe
--- The idle tick: one autocommit read of the clock, the deploy fence and the earliest due
--- instant (the first entry of onthedot_schedules_due). Only when a row is due does the tick
--- open its transaction, and the fence is checked again inside it (clock_and_fence).
+-- The idle tick: one autocommit read of the clock, the deploy fence, the earliest due instant
+-- (the first entry of onthedot_schedules_due) and the earliest health check (the first entry
+-- of onthedot_schedule_health_check). Only when a row is due does the tick open its
+-- transaction, and the fence is checked again inside it (clock_and_fence).
 SELECT COALESCE(%(now)s::timestamptz, now()),
        EXISTS (SELECT 1 FROM onthedot_workers w
                WHERE w.scheduler AND w.generation > %(generation)s
                  AND w.heartbeat_at > COALESCE(%(now)s::timestamptz, now())
                                       - %(ttl)s * interval '1 second'),
-       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL);
+       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL),
+       (SELECT min(check_at) FROM onthedot_schedule_health WHERE check_at IS NOT NULL);
 
 -- name: tick_due
 -- Only what deciding reads (domain.ledger.DueRow, in its order): a burst reads 100k of them.
@@ -657,3 +659,172 @@ UPDATE onthedot_slots SET job_id = %(job_id)s WHERE schedule_key = %(key)s AND s
 -- name: count_live_code_rows
 SELECT count(*) FROM onthedot_schedules
 WHERE key = ANY(%(keys)s::text[]) AND source = 'code' AND removed_at IS NULL;
+
+-- ---------------------------------------------------------------------------------------------
+-- Schedule health (docs/health.md): health rows, problems, alerts
+
+-- name: health_states
+SELECT key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot, last_success_at, durations,
+       expect, ping, overrides, overrides_by, overrides_at, overrides_note, checked_at
+FROM onthedot_schedule_health
+WHERE %(all)s OR key = ANY(%(keys)s::text[])
+ORDER BY key;
+
+-- name: set_expectations
+UPDATE onthedot_schedule_health
+SET overrides = %(overrides)s::jsonb, overrides_by = %(actor)s, overrides_note = %(note)s,
+    overrides_at = COALESCE(%(now)s::timestamptz, now()),
+    check_at = COALESCE(%(now)s::timestamptz, now())
+WHERE key = %(key)s
+RETURNING key;
+
+-- name: recheck_health
+UPDATE onthedot_schedule_health SET check_at = COALESCE(%(now)s::timestamptz, now())
+WHERE key = ANY(%(keys)s::text[])
+  AND (check_at IS NULL OR check_at > COALESCE(%(now)s::timestamptz, now()));
+
+-- name: watch_clock
+SELECT COALESCE(%(now)s::timestamptz, now());
+
+-- name: watch_rows
+-- The health rows with their ledger row and the ledger's newest slot's job, filtered by one of
+-- the two blocks below. Columns: see storage/sql/health.py (_facts).
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot,
+       h.last_success_at,
+       h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
+       h.overrides_note, h.checked_at,
+       s.key, s.source, s.fingerprint, s.spec, s.timezone, s."cursor", s.next_due_at,
+       s.generation, s.definition, s.removed_at, s.paused, s.paused_until, s.paused_at,
+       s.paused_by, s.pause_note, s.missed_total, s.coalesced_total, s.last_missed_from,
+       s.last_missed_to, s.last_slot, s.last_outcome, s.last_job_id, s.repaired_reason,
+       s.created_at, s.updated_at,
+       j.state, j.started_at, j.finished_at
+FROM onthedot_schedule_health h
+JOIN onthedot_schedules s ON s.key = h.key
+LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+{where};
+
+-- name: watch_due_where
+-- The rows due for a check, locked (another scheduler skips them), the most overdue first.
+WHERE h.check_at <= %(now)s
+ORDER BY h.check_at
+LIMIT %(limit)s
+FOR UPDATE OF h SKIP LOCKED
+
+-- name: watch_all_where
+-- Every watched schedule (or those of `keys`), due or not, nothing locked.
+WHERE %(all)s OR h.key = ANY(%(keys)s::text[])
+ORDER BY h.key
+
+-- name: watch_slots
+-- The unsettled slots of these schedules (after their watch_slot, due, not manual runs),
+-- oldest first, at most `page` each, with their jobs as they are now.
+SELECT x.schedule_key, x.slot, x.outcome, x.recorded_at, x.actor, x.note, x.job_id, j.state,
+       j.name, j.queue, j.run_at, j.attempts, j.max_attempts + j.lost, j.started_at,
+       j.finished_at, j.error, j.worker_id, j.lock_key
+FROM (SELECT sl.*, row_number() OVER (PARTITION BY sl.schedule_key ORDER BY sl.slot) AS n
+      FROM onthedot_slots sl
+      JOIN onthedot_schedule_health h ON h.key = sl.schedule_key
+      WHERE h.key = ANY(%(keys)s::text[])
+        AND (h.watch_slot IS NULL OR sl.slot > h.watch_slot)
+        AND sl.slot <= %(now)s AND sl.outcome <> 'manual') x
+LEFT JOIN onthedot_jobs j ON j.id = x.job_id
+WHERE x.n <= %(page)s
+ORDER BY x.schedule_key, x.slot;
+
+-- name: watch_open
+SELECT id, schedule_key, slot, kind, cause, opened_at FROM onthedot_schedule_problems
+WHERE resolved_at IS NULL AND schedule_key = ANY(%(keys)s::text[])
+ORDER BY schedule_key, id;
+
+-- name: problem_open
+-- A problem found after the fact (its resolution given) is opened resolved.
+INSERT INTO onthedot_schedule_problems (schedule_key, slot, kind, cause, detail, facts,
+                                        opened_at, resolved_at, resolution)
+SELECT v.key, v.slot, v.kind, v.cause, v.detail, v.facts::jsonb, %(now)s,
+       CASE WHEN v.resolution IS NOT NULL THEN %(now)s::timestamptz END, v.resolution
+FROM unnest(%(key)s::text[], %(slot)s::timestamptz[], %(kind)s::text[], %(cause)s::text[],
+            %(detail)s::text[], %(facts)s::text[], %(resolution)s::text[])
+     AS v(key, slot, kind, cause, detail, facts, resolution)
+ON CONFLICT (schedule_key, slot, kind) DO NOTHING
+RETURNING id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at,
+          resolution;
+
+-- name: problem_resolve
+UPDATE onthedot_schedule_problems p SET resolved_at = %(now)s, resolution = v.resolution
+FROM unnest(%(id)s::bigint[], %(resolution)s::text[]) AS v(id, resolution)
+WHERE p.id = v.id AND p.resolved_at IS NULL
+RETURNING p.id, p.schedule_key, p.slot, p.kind, p.cause, p.detail, p.facts, p.opened_at,
+          p.resolved_at, p.resolution;
+
+-- name: problem_refresh
+UPDATE onthedot_schedule_problems p
+SET cause = v.cause, detail = v.detail, facts = v.facts::jsonb
+FROM unnest(%(id)s::bigint[], %(cause)s::text[], %(detail)s::text[], %(facts)s::text[])
+     AS v(id, cause, detail, facts)
+WHERE p.id = v.id AND p.resolved_at IS NULL;
+
+-- name: alert_add
+INSERT INTO onthedot_alerts (problem_id, event, created_at, due_at)
+SELECT v.id, v.event, %(now)s, %(now)s
+FROM unnest(%(id)s::bigint[], %(event)s::text[]) AS v(id, event)
+ON CONFLICT (problem_id, event) DO NOTHING;
+
+-- name: health_write
+-- Every evaluated schedule's health row, from one JSON array (cheaper to send than ten arrays).
+UPDATE onthedot_schedule_health h
+SET check_at = v.check_at, watch_slot = v.watch_slot, decided_slot = v.decided_slot,
+    fingerprint = v.fingerprint,
+    last_success_slot = v.last_success_slot, last_success_at = v.last_success_at,
+    durations = v.durations, expect = v.expect, ping = v.ping,
+    checked_at = %(now)s
+FROM json_to_recordset(%(rows)s::json)
+     AS v(key text, check_at timestamptz, watch_slot timestamptz, decided_slot timestamptz,
+          fingerprint text, last_success_slot timestamptz, last_success_at timestamptz,
+          durations jsonb, expect jsonb, ping text)
+WHERE h.key = v.key;
+
+-- name: list_problems
+SELECT id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at, resolution
+FROM onthedot_schedule_problems
+WHERE (%(key)s::text IS NULL OR schedule_key = %(key)s)
+  AND (NOT %(open_only)s OR resolved_at IS NULL)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: claim_alerts
+UPDATE onthedot_alerts a
+SET claimed_by = %(worker_id)s,
+    claimed_until = COALESCE(%(now)s::timestamptz, now()) + %(hold)s * interval '1 second'
+FROM (SELECT id FROM onthedot_alerts
+      WHERE state = 'pending' AND due_at <= COALESCE(%(now)s::timestamptz, now())
+        AND (claimed_until IS NULL OR claimed_until < COALESCE(%(now)s::timestamptz, now()))
+      ORDER BY due_at, id
+      LIMIT %(limit)s
+      FOR UPDATE SKIP LOCKED) c
+WHERE a.id = c.id
+RETURNING a.id, a.event, a.attempts, a.problem_id;
+
+-- name: alert_problems
+SELECT id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at, resolution
+FROM onthedot_schedule_problems WHERE id = ANY(%(ids)s::bigint[]);
+
+-- name: finish_alert
+UPDATE onthedot_alerts
+SET attempts = attempts + 1, claimed_by = NULL, claimed_until = NULL, last_error = %(error)s,
+    state = CASE WHEN %(error)s::text IS NULL THEN 'sent'
+                 WHEN %(retry_at)s::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+    sent_at = CASE WHEN %(error)s::text IS NULL THEN COALESCE(%(now)s::timestamptz, now()) END,
+    due_at = COALESCE(%(retry_at)s::timestamptz, due_at)
+WHERE id = %(id)s AND claimed_by = %(worker_id)s AND state = 'pending'
+RETURNING id;
+
+-- name: prune_problems
+DELETE FROM onthedot_schedule_problems
+WHERE resolved_at IS NOT NULL AND resolved_at < %(before)s;
+
+-- name: prune_alerts
+DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < %(before)s;
+
+-- name: ping_targets
+SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;

@@ -3,6 +3,7 @@ connections and the few operations its database does its own way."""
 
 from __future__ import annotations
 
+from onthedot.storage.sql.health import HealthVerbs
 from onthedot.storage.sql.history import HistoryVerbs
 from onthedot.storage.sql.jobs import JobVerbs
 from onthedot.storage.sql.ledger import LedgerVerbs
@@ -10,5 +11,5 @@ from onthedot.storage.sql.reads import ReadVerbs
 from onthedot.storage.sql.workers import WorkerVerbs
 
 
-class SqlStorage(JobVerbs, WorkerVerbs, ReadVerbs, LedgerVerbs, HistoryVerbs):
+class SqlStorage(JobVerbs, WorkerVerbs, ReadVerbs, LedgerVerbs, HistoryVerbs, HealthVerbs):
     """The verbs' bodies over `self.d` (a Dialect) and the backend's connections."""

@@ -148,7 +148,7 @@ class LedgerVerbs(SqlBase):
             # The idle tick: one read of the clock, the fence and the earliest due instant, no
             # transaction (an idle tick never blocks writers).
             with self._read() as conn:
-                raw_now, fenced, next_due = self._run(
+                raw_now, fenced, next_due, watch_at = self._run(
                     conn, "tick_probe", params, prepare=True
                 ).fetchone()
             if fenced or next_due is None or next_due > raw_now:
@@ -158,6 +158,7 @@ class LedgerVerbs(SqlBase):
                     fenced=bool(fenced),
                     idle=True,
                     next_due_at=d.opt_dt(next_due),
+                    watch_at=d.opt_dt(watch_at),
                 )
                 yield SqlTick(self, idle.now, done=idle)
                 return

@@ -424,11 +424,13 @@ SET removed_at = :now, next_due_at = NULL, generation = :generation,
 WHERE key = :key AND source = 'code';
 
 -- name: tick_probe
--- The idle tick: one read of the clock, the deploy fence and the earliest due instant.
+-- The idle tick: one read of the clock, the deploy fence, the earliest due instant and the
+-- earliest health check.
 SELECT :now,
        EXISTS (SELECT 1 FROM onthedot_workers w
                WHERE w.scheduler AND w.generation > :generation AND w.heartbeat_at > :now - :ttl),
-       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL);
+       (SELECT min(next_due_at) FROM onthedot_schedules WHERE next_due_at IS NOT NULL),
+       (SELECT min(check_at) FROM onthedot_schedule_health WHERE check_at IS NOT NULL);
 
 -- name: tick_due
 -- Only what deciding reads (domain.ledger.DueRow, in its order).
@@ -527,3 +529,158 @@ WHERE onthedot_schedules.source = 'dynamic';
 -- name: count_live_code_rows
 SELECT count(*) FROM onthedot_schedules
 WHERE key IN (SELECT value FROM json_each(:keys)) AND source = 'code' AND removed_at IS NULL;
+
+-- ---------------------------------------------------------------------------------------------
+-- Schedule health (docs/health.md): health rows, problems, alerts
+
+-- name: health_states
+SELECT key, check_at, watch_slot, decided_slot, fingerprint, last_success_slot, last_success_at, durations,
+       expect, ping, overrides, overrides_by, overrides_at, overrides_note, checked_at
+FROM onthedot_schedule_health
+WHERE :all OR key IN (SELECT value FROM json_each(:keys))
+ORDER BY key;
+
+-- name: set_expectations
+UPDATE onthedot_schedule_health
+SET overrides = :overrides, overrides_by = :actor, overrides_note = :note,
+    overrides_at = :now, check_at = :now
+WHERE key = :key
+RETURNING key;
+
+-- name: recheck_health
+UPDATE onthedot_schedule_health SET check_at = :now
+WHERE key IN (SELECT value FROM json_each(:keys)) AND (check_at IS NULL OR check_at > :now);
+
+-- name: watch_clock
+SELECT :now;
+
+-- name: watch_rows
+-- The health rows with their ledger row and the ledger's newest slot's job, filtered by one of
+-- the two blocks below. Columns: see storage/sql/health.py (_facts).
+SELECT h.key, h.check_at, h.watch_slot, h.decided_slot, h.fingerprint, h.last_success_slot,
+       h.last_success_at,
+       h.durations, h.expect, h.ping, h.overrides, h.overrides_by, h.overrides_at,
+       h.overrides_note, h.checked_at,
+       s.key, s.source, s.fingerprint, s.spec, s.timezone, s.cursor, s.next_due_at,
+       s.generation, s.definition, s.removed_at, s.paused, s.paused_until, s.paused_at,
+       s.paused_by, s.pause_note, s.missed_total, s.coalesced_total, s.last_missed_from,
+       s.last_missed_to, s.last_slot, s.last_outcome, s.last_job_id, s.repaired_reason,
+       s.created_at, s.updated_at,
+       j.state, j.started_at, j.finished_at
+FROM onthedot_schedule_health h
+JOIN onthedot_schedules s ON s.key = h.key
+LEFT JOIN onthedot_jobs j ON j.id = s.last_job_id
+{where};
+
+-- name: watch_due_where
+-- The rows due for a check (the transaction holds the write lock), the most overdue first.
+WHERE h.check_at <= :now
+ORDER BY h.check_at
+LIMIT :limit
+
+-- name: watch_all_where
+-- Every watched schedule (or those of `keys`), due or not.
+WHERE :all OR h.key IN (SELECT value FROM json_each(:keys))
+ORDER BY h.key
+
+-- name: watch_slots
+SELECT x.schedule_key, x.slot, x.outcome, x.recorded_at, x.actor, x.note, x.job_id, j.state,
+       j.name, j.queue, j.run_at, j.attempts, j.max_attempts + j.lost, j.started_at,
+       j.finished_at, j.error, j.worker_id, j.lock_key
+FROM (SELECT sl.*, row_number() OVER (PARTITION BY sl.schedule_key ORDER BY sl.slot) AS n
+      FROM onthedot_slots sl
+      JOIN onthedot_schedule_health h ON h.key = sl.schedule_key
+      WHERE h.key IN (SELECT value FROM json_each(:keys))
+        AND (h.watch_slot IS NULL OR sl.slot > h.watch_slot)
+        AND sl.slot <= :now AND sl.outcome <> 'manual') x
+LEFT JOIN onthedot_jobs j ON j.id = x.job_id
+WHERE x.n <= :page
+ORDER BY x.schedule_key, x.slot;
+
+-- name: watch_open
+SELECT id, schedule_key, slot, kind, cause, opened_at FROM onthedot_schedule_problems
+WHERE resolved_at IS NULL AND schedule_key IN (SELECT value FROM json_each(:keys))
+ORDER BY schedule_key, id;
+
+-- name: problem_open
+-- A problem found after the fact (its resolution given) is opened resolved.
+INSERT INTO onthedot_schedule_problems (schedule_key, slot, kind, cause, detail, facts,
+                                        opened_at, resolved_at, resolution)
+VALUES (:key, :slot, :kind, :cause, :detail, :facts, :now,
+        CASE WHEN :resolution IS NOT NULL THEN :now END, :resolution)
+ON CONFLICT (schedule_key, slot, kind) DO NOTHING
+RETURNING id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at,
+          resolution;
+
+-- name: problem_resolve
+UPDATE onthedot_schedule_problems SET resolved_at = :now, resolution = :resolution
+WHERE id = :id AND resolved_at IS NULL
+RETURNING id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at,
+          resolution;
+
+-- name: problem_refresh
+UPDATE onthedot_schedule_problems SET cause = :cause, detail = :detail, facts = :facts
+WHERE id = :id AND resolved_at IS NULL;
+
+-- name: alert_add
+INSERT INTO onthedot_alerts (problem_id, event, created_at, due_at)
+VALUES (:id, :event, :now, :now)
+ON CONFLICT (problem_id, event) DO NOTHING;
+
+-- name: health_write
+-- Every evaluated schedule's health row, from one JSON array.
+UPDATE onthedot_schedule_health
+SET check_at = v.check_at, watch_slot = v.watch_slot, decided_slot = v.decided_slot,
+    fingerprint = v.fingerprint,
+    last_success_slot = v.last_success_slot, last_success_at = v.last_success_at,
+    durations = v.durations, expect = v.expect, ping = v.ping, checked_at = :now
+FROM (SELECT value ->> 'key' AS key, value ->> 'check_at' AS check_at,
+             value ->> 'watch_slot' AS watch_slot, value ->> 'decided_slot' AS decided_slot,
+             value ->> 'fingerprint' AS fingerprint,
+             value ->> 'last_success_slot' AS last_success_slot,
+             value ->> 'last_success_at' AS last_success_at,
+             json(value -> 'durations') AS durations,
+             CASE WHEN json_type(value, '$.expect') = 'null' THEN NULL
+                  ELSE json(value -> 'expect') END AS expect,
+             value ->> 'ping' AS ping
+      FROM json_each(:rows)) AS v
+WHERE onthedot_schedule_health.key = v.key;
+
+-- name: list_problems
+SELECT id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at, resolution
+FROM onthedot_schedule_problems
+WHERE (:key IS NULL OR schedule_key = :key) AND (NOT :open_only OR resolved_at IS NULL)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: claim_alerts
+UPDATE onthedot_alerts SET claimed_by = :worker_id, claimed_until = :now + :hold
+WHERE id IN (SELECT id FROM onthedot_alerts
+             WHERE state = 'pending' AND due_at <= :now
+               AND (claimed_until IS NULL OR claimed_until < :now)
+             ORDER BY due_at, id
+             LIMIT :limit)
+RETURNING id, event, attempts, problem_id;
+
+-- name: alert_problems
+SELECT id, schedule_key, slot, kind, cause, detail, facts, opened_at, resolved_at, resolution
+FROM onthedot_schedule_problems WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: finish_alert
+UPDATE onthedot_alerts
+SET attempts = attempts + 1, claimed_by = NULL, claimed_until = NULL, last_error = :error,
+    state = CASE WHEN :error IS NULL THEN 'sent'
+                 WHEN :retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+    sent_at = CASE WHEN :error IS NULL THEN :now END,
+    due_at = COALESCE(:retry_at, due_at)
+WHERE id = :id AND claimed_by = :worker_id AND state = 'pending'
+RETURNING id;
+
+-- name: prune_problems
+DELETE FROM onthedot_schedule_problems WHERE resolved_at IS NOT NULL AND resolved_at < :before;
+
+-- name: prune_alerts
+DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < :before;
+
+-- name: ping_targets
+SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;
