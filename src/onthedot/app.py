@@ -23,6 +23,7 @@ from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
+from onthedot.limits import Limits
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
 from onthedot.schedules.audit import AuditTrail
@@ -101,6 +102,8 @@ class App:
         self.jobs = JobRegistry(self._enqueuer)
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        # Flow control (docs/limits.md): named limits, the jobs' own, the operators' controls.
+        self.limits = Limits(storage, self.jobs, audit)
         # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
         self._health = HealthServices(
             storage,
@@ -199,6 +202,11 @@ class App:
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
         schedule: Any = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+        limits: Sequence[str] | None = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
@@ -214,13 +222,25 @@ class App:
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
         schedule: Any = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+        limits: Sequence[str] | None = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or async) as a job. `name` defaults to module.qualname;
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
-        can be their target."""
+        can be their target. `concurrency=`, `rate=` ("10/s", "100/m", "5/h"), `burst=` and
+        `key=` (an argument name or a callable over the arguments) put it under its own limit,
+        `limits=[...]` under named ones (`app.limit`); see docs/limits.md. With `schedule=`
+        and no limit, `key=` is the schedule's key."""
+        limited = concurrency is not None or rate is not None or burst is not None
+        limit_key = key
+        if key is not None and not limited and schedule is not None:
+            schedule_options["key"], limit_key = key, None
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -233,6 +253,16 @@ class App:
                 timeout=timeout,
                 runtime=runtime,
             )
+            if limited or limit_key is not None or limits:
+                jf.limit_specs = self.limits.specs_for(
+                    jf.name,
+                    jf.signature,
+                    concurrency=concurrency,
+                    rate=rate,
+                    burst=burst,
+                    key=limit_key,
+                    limits=limits,
+                )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)
                 self.schedule(key, schedule, jf, **schedule_options)
@@ -241,6 +271,20 @@ class App:
         if fn is not None:
             return register(fn)
         return register
+
+    def limit(
+        self,
+        name: str,
+        *,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+    ) -> None:
+        """Declare a named limit that jobs sit under with `@app.job(limits=[name])`: at most
+        `concurrency` running at once and `rate` starts ("100/s") across every worker, per
+        value of `key` if given (docs/limits.md)."""
+        self.limits.declare(name, concurrency=concurrency, rate=rate, burst=burst, key=key)
 
     def resolve(self, name: str) -> JobFunction[Any, Any]:
         """The job registered as `name` (JobNotRegistered otherwise)."""
@@ -412,6 +456,7 @@ class App:
             wakeups=self.wakeups,
             scheduler=scheduler,
             instrumentation=self.instrumentation,
+            sync_limits=self.limits.sync,
         )
         return Worker(deps, **options)
 

@@ -20,6 +20,7 @@ from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, Sy
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.rescue import Lease
 from onthedot.storage.health import HealthStorage
+from onthedot.storage.limits import LimitStorage
 from onthedot.storage.wakeup import Wakeup
 
 
@@ -178,7 +179,7 @@ class TickTransaction(Protocol):
         """Write the plans' slot history rows, their jobs and the new ledger state."""
 
 
-class Storage(HealthStorage, Protocol):
+class Storage(HealthStorage, LimitStorage, Protocol):
     """Domain verbs over one database (health's: storage/health.py). Thread-safe."""
 
     backend: str  # "sqlite" | "postgresql"

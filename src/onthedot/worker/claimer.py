@@ -100,6 +100,7 @@ class Claimer:
         self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
         self._alone_at = 0.0  # monotonic: the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
+        self._limited: tuple[int, bool] | None = None  # (jobs known, whether any is limited)
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -161,6 +162,8 @@ class Claimer:
         timeout = self.options.poll_interval
         if self.options.stop_after is not None:
             timeout = min(timeout, 0.1)
+        if self.limited():
+            timeout = min(timeout, self.BUSY_LOCK_RECHECK)
         if self._stuck:
             # The lookup saw a ready job and the claim right after got none: its lock key is
             # held (or another worker took it). Look again shortly.
@@ -195,6 +198,8 @@ class Claimer:
                 timeout = min(timeout, ready_in)
         if self._wait(timeout):
             return True
+        if self.limited():
+            return True  # a limited job's slot or token frees without an announcement
         return self._ready_at is not None and time.monotonic() >= self._ready_at
 
     def _wait(self, timeout: float) -> bool:
@@ -209,6 +214,17 @@ class Claimer:
         if len(self._names) != len(self.known):
             self._names = tuple(self.known)
         return self._names
+
+    def limited(self) -> bool:
+        """Whether a job this worker claims sits under a limit (docs/limits.md): then it also
+        claims limited jobs, and an idle worker looks again every `BUSY_LOCK_RECHECK` (a
+        finished job frees its slot without an announcement)."""
+        if self.known is None:
+            return True
+        if self._limited is None or self._limited[0] != len(self.known):
+            flag = any(getattr(j, "limit_specs", ()) for j in self.known.values())
+            self._limited = (len(self.known), flag)
+        return self._limited[1]
 
     def claim_alone(self) -> bool:
         """A worker holding nothing first looks for a solo job (one lost beside others when a
@@ -254,11 +270,25 @@ class Claimer:
             jobs = self.storage.claim_jobs(
                 opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
             )
+            if len(jobs) < want and self.limited():
+                sent_limited = lease_clock()
+                held = self.storage.claim_limited(
+                    opts.worker_id,
+                    queue_name,
+                    want - len(jobs),
+                    opts.lease,
+                    shared=True,
+                    names=self.names(),
+                )
+                if held:
+                    pipeline.add_claimed(held, sent=sent_limited)
+                    total += len(held)
+                    want -= len(held)
             if jobs:
                 pipeline.add_claimed(jobs, sent=sent)
                 total += len(jobs)
-                if len(jobs) >= want:
-                    pipeline.claimed(asked, total)
-                    return total, True
+            if want <= len(jobs):
+                pipeline.claimed(asked, total)
+                return total, True
         pipeline.claimed(asked, total)
         return total, False

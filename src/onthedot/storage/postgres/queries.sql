@@ -5,12 +5,13 @@ SELECT now();
 
 -- name: enqueue_one
 -- Positional parameters, in the order of rows.job_params (name, queue, priority, args, kwargs,
--- run_at, now, max_attempts, timeout, unique_key, schedule_key, slot, lock_key, now): the
--- single enqueue's parameters go out without a lookup by name.
+-- run_at, now, max_attempts, timeout, unique_key, schedule_key, slot, lock_key, limit_key,
+-- limits, now): the single enqueue's parameters go out without a lookup by name.
 INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
-                           unique_key, schedule_key, slot, lock_key, created_at)
+                           unique_key, schedule_key, slot, lock_key, limit_key, limits,
+                           created_at)
 VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, COALESCE(%s::timestamptz, %s::timestamptz, now()), %s,
-        %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()))
+        %s, %s, %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
 DO NOTHING
 RETURNING id;
@@ -59,7 +60,7 @@ SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     charged = true, began = true
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
-    WHERE q.state = 'queued' AND q.queue = %(queue)s
+    WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
       AND q.solo
       AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
@@ -252,7 +253,7 @@ SELECT EXTRACT(EPOCH FROM min(first.run_at) - COALESCE(%(now)s::timestamptz, now
 FROM unnest(%(queues)s::text[]) AS v(queue),
      onthedot_queue_priorities(v.queue) AS prio(priority),
      LATERAL (SELECT q.run_at FROM onthedot_jobs q
-              WHERE q.state = 'queued' AND q.queue = v.queue AND q.priority = prio.priority
+              WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = v.queue AND q.priority = prio.priority
               ORDER BY q.run_at LIMIT 1) AS first;
 
 -- name: get_job
@@ -335,10 +336,10 @@ g AS (
 p AS MATERIALIZED (
     SELECT g.queue,
            (SELECT count(*) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority
               AND j.run_at > t.now) AS future,
            (SELECT min(j.run_at) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority) AS oldest
     FROM g CROSS JOIN t
     WHERE g.state = 'queued' AND g.n > 0
 ),
@@ -828,3 +829,150 @@ DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < %(before)s
 
 -- name: ping_targets
 SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;
+
+-- name: limit_candidates
+-- The home keys with a due job in the queue whose own limit has room (a hint: the claim checks
+-- every limit under its lock), least recently started first. A loose scan of the limited ready
+-- index: one descent per key, never a walk of a key's backlog.
+WITH RECURSIVE k(lkey) AS (
+    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key IS NOT NULL)
+    UNION ALL
+    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key IS NOT NULL
+              AND q.limit_key > k.lkey)
+    FROM k WHERE k.lkey IS NOT NULL)
+SELECT k.lkey FROM k
+LEFT JOIN onthedot_limit_keys s ON s.lkey = k.lkey
+LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE k.lkey IS NOT NULL
+  AND (l.concurrency IS NULL
+       OR l.concurrency > (SELECT count(*) FROM onthedot_jobs r
+                           WHERE r.state = 'running' AND r.limit_key = k.lkey))
+  AND (l.rate IS NULL OR s.tokens IS NULL
+       OR least(coalesce(l.burst, 1), s.tokens + l.rate * extract(epoch FROM
+                (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))) >= 1)
+  AND EXISTS (SELECT 1 FROM onthedot_jobs q
+              WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key = k.lkey
+                AND q.run_at <= COALESCE(%(now)s::timestamptz, now()))
+ORDER BY s.last_start NULLS FIRST, k.lkey
+LIMIT %(limit)s;
+
+-- name: limit_jobs
+-- A home key's due jobs in claim order, with every limit key each sits under; locked, and
+-- those another claim holds skipped.
+SELECT q.id, q.limits FROM onthedot_jobs q
+WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key = %(lkey)s
+  AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
+  AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
+ORDER BY q.priority DESC, q.run_at, q.id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: limit_ensure
+-- Sorted, so that two claims making the same keys never wait on each other in a cycle.
+INSERT INTO onthedot_limit_keys (lkey, name)
+SELECT k, split_part(k, '|', 1) FROM unnest(%(lkeys)s::text[]) AS k ORDER BY k
+ON CONFLICT (lkey) DO NOTHING;
+
+-- name: limit_state
+-- Each key's limit (NULL columns: not registered by any worker yet) and tokens available now.
+SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
+       CASE WHEN l.rate IS NULL THEN NULL
+            ELSE least(coalesce(l.burst, 1)::float8,
+                       coalesce(s.tokens + l.rate * extract(epoch FROM
+                           (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))::float8,
+                           coalesce(l.burst, 1)::float8))
+       END,
+       l.rate
+FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE s.lkey = ANY(%(lkeys)s::text[])
+ORDER BY s.lkey;
+
+-- name: limit_lock
+-- limit_state with the keys' rows locked, in key order (no two claims wait in a cycle): every
+-- claim of a job under a key holds its row until it commits, so the count of running jobs
+-- read after (a new snapshot) includes every other claim's.
+SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
+       CASE WHEN l.rate IS NULL THEN NULL
+            ELSE least(coalesce(l.burst, 1)::float8,
+                       coalesce(s.tokens + l.rate * extract(epoch FROM
+                           (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))::float8,
+                           coalesce(l.burst, 1)::float8))
+       END,
+       l.rate
+FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE s.lkey = ANY(%(lkeys)s::text[])
+ORDER BY s.lkey
+FOR UPDATE OF s;
+
+-- name: limit_running
+-- The running jobs under each limit key (`every`: all keys, else those of `lkeys`): a
+-- crashed worker's job counts until its rescue. Reads only the running limited jobs.
+SELECT k, count(*) FROM onthedot_jobs r, json_array_elements_text(r.limits::json) AS k
+WHERE r.state = 'running' AND r.limit_key IS NOT NULL
+  AND (%(every)s OR k = ANY(%(lkeys)s::text[]))
+GROUP BY k;
+
+-- name: limit_waiting
+-- The queued jobs of each home key (`every`: all keys, else those of `lkeys`).
+SELECT q.limit_key, count(*) FROM onthedot_jobs q
+WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
+  AND (%(every)s OR q.limit_key = ANY(%(lkeys)s::text[]))
+GROUP BY q.limit_key;
+
+-- name: limit_claim
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = %(charge)s, began = %(charge)s
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'queued'
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at), j.unique_key;
+
+-- name: limit_take
+UPDATE onthedot_limit_keys
+SET tokens = %(tokens)s, refilled_at = COALESCE(%(now)s::timestamptz, now()),
+    last_start = COALESCE(%(now)s::timestamptz, now())
+WHERE lkey = %(lkey)s;
+
+-- name: limit_sync
+INSERT INTO onthedot_limits AS o (name, concurrency, rate, burst, code_concurrency, code_rate,
+                                  code_burst, updated_at)
+VALUES (%(name)s, %(concurrency)s, %(rate)s, %(burst)s, %(concurrency)s, %(rate)s, %(burst)s,
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (name) DO UPDATE SET
+    code_concurrency = excluded.code_concurrency, code_rate = excluded.code_rate,
+    code_burst = excluded.code_burst,
+    concurrency = CASE WHEN o.overridden THEN o.concurrency ELSE excluded.concurrency END,
+    rate = CASE WHEN o.overridden THEN o.rate ELSE excluded.rate END,
+    burst = CASE WHEN o.overridden THEN o.burst ELSE excluded.burst END,
+    updated_at = excluded.updated_at
+WHERE o.code_concurrency IS DISTINCT FROM excluded.code_concurrency
+   OR o.code_rate IS DISTINCT FROM excluded.code_rate
+   OR o.code_burst IS DISTINCT FROM excluded.code_burst;
+
+-- name: limit_set
+UPDATE onthedot_limits
+SET concurrency = %(concurrency)s, rate = %(rate)s, burst = %(burst)s, overridden = true,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: limit_reset
+UPDATE onthedot_limits
+SET concurrency = code_concurrency, rate = code_rate, burst = code_burst, overridden = false,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: limit_rows
+SELECT name, concurrency, rate, burst, code_concurrency, code_rate, code_burst, overridden
+FROM onthedot_limits ORDER BY name;
+
+-- name: limit_job
+SELECT state, queue, name,
+       extract(epoch FROM (run_at - COALESCE(%(now)s::timestamptz, now())))::float8, limits
+FROM onthedot_jobs WHERE id = %(id)s;
