@@ -377,6 +377,11 @@ class App:
         )
         return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
 
+    def explain_job(self, job_id: int) -> list[str]:
+        """What holds a queued job, one reason a line: not due yet, its queue paused, no live
+        worker serving its queue or knowing its name, a limit full (docs/limits.md)."""
+        return self.limits.explain(job_id, lease=self.lease)
+
     def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
         """Ready jobs in `queues` (unpaused) whose names this app does not register: its
         workers never claim them (a burst names them as it ends)."""

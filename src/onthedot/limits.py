@@ -200,6 +200,29 @@ class Limits:
         known = ", ".join(r.effective.name for r in self._storage().list_limits()) or "none"
         raise ValueError(f"no limit named {name!r} (limits: {known}); see `onthedot limits`")
 
+    def explain(self, job_id: int, *, lease: float) -> list[str]:
+        """What holds a job: each reason one line (`onthedot jobs explain`, the job page); a
+        job not queued says its state. `lease`: how old a heartbeat a live worker has."""
+        storage = self._storage()
+        found = storage.job_limits(job_id)
+        if found is None:
+            raise ValueError(f"no job with id {job_id}")
+        state, queue, name, due_in, lkeys = found
+        if state != "queued":
+            return [f"job {job_id} is {state}, not waiting"]
+        lines = []
+        if due_in > 0:
+            lines.append(f"not due yet: due in {due_in:.1f} s")
+        if queue in storage.paused_queues():
+            lines.append(f"queue {queue!r} is paused (`onthedot queues resume {queue}`)")
+        live = [w for w in storage.list_workers() if w.heartbeat_age <= lease and not w.stopping]
+        if not any(queue in w.queues for w in live):
+            lines.append(f"no live worker serves queue {queue!r}")
+        elif not any(queue in w.queues and (not w.jobs or name in w.jobs) for w in live):
+            lines.append(f"no live worker serving queue {queue!r} knows job {name!r}")
+        lines += self.holds(lkeys)
+        return lines or ["nothing holds it: a worker should claim it at its next claim"]
+
     def holds(self, lkeys: Sequence[str]) -> list[str]:
         """What of these limit keys holds a job back now, one line each ("" if nothing)."""
         if not lkeys:

@@ -82,7 +82,9 @@ class LimitSpec:
             raise ValueError(f"{where}: a limit needs concurrency= or rate= (or both)")
         if key is not None and not (isinstance(key, str) or callable(key)):
             raise TypeError(f"{where}: key= must be an argument name or a callable")
-        return cls(check_name(name), concurrency, per_second, rate, burst, key)
+        if SEPARATOR in name:  # a job's own limit is named after it: any job name but this
+            raise ValueError(f"{where}: a limited job's name may not hold {SEPARATOR!r}")
+        return cls(name, concurrency, per_second, rate, burst, key)
 
     def check_signature(self, signature: inspect.Signature, where: str) -> None:
         """A key naming a parameter must name one of the job's."""
