@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ class LimitSpec:
     concurrency: int | None = None
     rate: float | None = None  # starts per second
     rate_text: str | None = None
-    burst: int | None = None  # the token bucket's size (rate only); None: 1
+    burst: int | None = None  # the token bucket's size (rate only): one second's by default
     key: Key = None
 
     @classmethod
@@ -80,6 +81,8 @@ class LimitSpec:
                 raise ValueError(f"{where}: burst={burst!r} must be a whole number >= 1")
         if concurrency is None and rate is None:
             raise ValueError(f"{where}: a limit needs concurrency= or rate= (or both)")
+        if per_second is not None and burst is None:
+            burst = max(1, math.ceil(per_second))  # one second's starts at once
         if key is not None and not (isinstance(key, str) or callable(key)):
             raise TypeError(f"{where}: key= must be an argument name or a callable")
         if SEPARATOR in name:  # a job's own limit is named after it: any job name but this
