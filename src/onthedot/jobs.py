@@ -225,6 +225,19 @@ class JobFunction(Generic[P, R]):
             job.limit_key, job.limits = keys[0], encode(keys)
         return job
 
+    def slot_limits(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[str | None, str | None]:
+        """(home key, all keys as JSON) of a schedule's job with these arguments; (None, None)
+        for a job under no limit or arguments that do not bind (the slot's job fails then)."""
+        if not self.limit_specs:
+            return None, None
+        try:
+            keys = self.limit_keys(list(args), dict(kwargs))
+        except (TypeError, ValueError):
+            return None, None
+        return keys[0], encode(keys)
+
     def limit_keys(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
         """The limit keys of a call with these arguments (computed at enqueue, stored)."""
         bound = self.signature.bind(*args, **kwargs)

@@ -101,6 +101,8 @@ class JobTemplate:
     timeout: float | None
     args_json: str
     kwargs_json: str
+    limit_key: str | None = None  # the limits its jobs sit under (domain/limits.py)
+    limits: str | None = None
 
     def job(
         self,
@@ -122,6 +124,8 @@ class JobTemplate:
             schedule_key=sched.key,
             slot=slot,
             lock_key=lock_key,
+            limit_key=self.limit_key,
+            limits=self.limits,
         )
 
 

@@ -523,16 +523,17 @@ FOR UPDATE OF s SKIP LOCKED;
 -- cheap to encode and to parse.
 WITH sg AS MATERIALIZED (
     SELECT g.i, g.slot, g.outcome, g.name, g.queue, g.priority, g.args::jsonb AS args,
-           g.kwargs::jsonb AS kwargs, g.run_at, g.max_attempts, g.timeout, g.lock_key
+           g.kwargs::jsonb AS kwargs, g.run_at, g.max_attempts, g.timeout, g.lock_key,
+           g.limit_key, g.limits
     FROM json_to_recordset(%(sgroups)s::json)
          AS g(i int, slot timestamptz, outcome text, name text, queue text, priority int,
               args text, kwargs text, run_at timestamptz, max_attempts int, timeout float8,
-              lock_key text)
+              lock_key text, limit_key text, limits text)
 ),
 seq AS MATERIALIZED (SELECT pg_get_serial_sequence('onthedot_jobs', 'id')::regclass AS s),
 input AS MATERIALIZED (
     SELECT k.ord, k.key, g.slot, g.outcome, g.name, g.queue, g.priority, g.args, g.kwargs,
-           g.run_at, g.max_attempts, g.timeout, g.lock_key,
+           g.run_at, g.max_attempts, g.timeout, g.lock_key, g.limit_key, g.limits,
            CASE WHEN g.name IS NOT NULL THEN nextval(seq.s) END AS job_id
     FROM ROWS FROM (json_array_elements_text(%(skeys)s::json),
                     json_array_elements_text(%(sgi)s::json)) WITH ORDINALITY AS k(key, gi, ord)
@@ -550,9 +551,10 @@ done AS MATERIALIZED (
 ),
 jobs AS (
     INSERT INTO onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts,
-                               timeout, schedule_key, slot, lock_key, created_at)
+                               timeout, schedule_key, slot, lock_key, limit_key, limits,
+                               created_at)
     SELECT job_id, name, queue, priority, args, kwargs, COALESCE(run_at, %(now)s), max_attempts,
-           timeout, key, slot, lock_key, %(now)s
+           timeout, key, slot, lock_key, limit_key, limits, %(now)s
     FROM done WHERE job_id IS NOT NULL
 ),
 pg AS MATERIALIZED (
@@ -865,6 +867,11 @@ SELECT q.id, q.limits FROM onthedot_jobs q
 WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key = %(lkey)s
   AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
   AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
+  AND (q.lock_key IS NULL OR (
+      NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                  WHERE r.lock_key = q.lock_key AND r.state = 'running')
+      AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                  WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
 ORDER BY q.priority DESC, q.run_at, q.id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;

@@ -28,6 +28,20 @@ class LimitVerbs(SqlBase):
         shared: bool = False,
         names: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
+        try:
+            return self._claim_limited(worker_id, queue, limit, lease, shared, names)
+        except self.d.unique_violation:
+            return []  # two claims raced for a schedule's lock key (overlap "serialize")
+
+    def _claim_limited(
+        self,
+        worker_id: str,
+        queue: str,
+        limit: int,
+        lease: float,
+        shared: bool,
+        names: Sequence[str] | None,
+    ) -> list[ClaimedJob]:
         now = self.d.now(self._fixed())
         base = {"queue": queue, "now": now, "limit": limit}
         with self._tx() as conn:

@@ -718,6 +718,11 @@ LIMIT :limit;
 SELECT q.id, q.limits FROM onthedot_jobs q
 WHERE q.state = 'queued' AND q.queue = :queue AND q.limit_key = :lkey AND q.run_at <= :now
   AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
+  AND (q.lock_key IS NULL OR (
+      NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                  WHERE r.lock_key = q.lock_key AND r.state = 'running')
+      AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                  WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
 ORDER BY q.priority DESC, q.run_at, q.id
 LIMIT :limit;
 
