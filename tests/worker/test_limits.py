@@ -159,3 +159,28 @@ def test_what_holds_a_queued_job_is_explained(app: App) -> None:
     assert [c.id for c in app.storage.claim_limited("w", "default", 5, 30)] == [first]
     lines = app.explain_job(second)
     assert "limit rebuild (tenant_id=7) at 1/1 running; next start when one of them ends" in lines
+
+
+def test_a_saturated_key_is_an_event_and_the_gauges_show_the_busiest_keys(app: App) -> None:
+    pytest.importorskip("prometheus_client")
+    from onthedot.observability.events import LimitHeld, LimitSaturated
+    from onthedot.observability.metrics import instrument, render
+
+    metrics = instrument(app)
+    seen: list[object] = []
+    app.events.subscribe(seen.append, LimitSaturated, LimitHeld)
+
+    @app.job(concurrency=1, key="tenant", name="one")
+    def one(tenant: int) -> None: ...
+
+    ids = [one.enqueue(t % 7) for t in range(14)]
+    text = render(app).decode()
+    # Seven keys: the five busiest have their own series, the rest are summed.
+    assert text.count('onthedot_limit_waiting{key="tenant=') == 5
+    assert 'onthedot_limit_waiting{key="(other)",limit="one"} 4.0' in text
+    burst(app, concurrency=4)
+    assert {app.get_job(i).state for i in ids} == {JobState.SUCCEEDED}  # type: ignore[union-attr]
+    saturated = [e for e in seen if isinstance(e, LimitSaturated)]
+    assert saturated and {e.limit for e in saturated} == {"one"}
+    assert saturated[0].concurrency == 1
+    assert metrics.limit_saturated.labels("one")._value.get() == len(saturated)

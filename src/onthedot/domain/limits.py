@@ -158,6 +158,7 @@ class Picker:
         self.running = {k: s.running for k, s in self.states.items()}
         self.tokens = {k: s.tokens for k, s in self.states.items()}
         self.taken: dict[str, int] = {}
+        self.held: dict[str, int] = {}  # limit name -> jobs it held back in this claim
 
     def allows(self, lkey: str) -> bool:
         s = self.states.get(lkey)
@@ -190,14 +191,41 @@ class Picker:
                 while not blocked[i] and cursors[i] < len(jobs):
                     job_id, keys = jobs[cursors[i]]
                     cursors[i] += 1
-                    if all(self.allows(k) for k in keys):
+                    refused = next((k for k in keys if not self.allows(k)), None)
+                    if refused is None:
                         self.take(keys)
                         chosen.append(job_id)
                         progress = True
                         break
+                    name = split_key(refused)[0]
+                    self.held[name] = self.held.get(name, 0) + 1
                     if not self.allows(keys[0]):
                         blocked[i] = True  # the home key itself is full: the rest wait too
         return chosen
+
+    def saturated(self) -> list[tuple[str, int]]:
+        """The keys this claim filled to their concurrency: (limit key, concurrency)."""
+        full = []
+        for k in sorted(self.taken):
+            s = self.states[k]
+            if s.concurrency is not None and self.running[k] >= s.concurrency:
+                full.append((k, s.concurrency))
+        return full
+
+
+class LimitedClaim(list[Any]):
+    """The jobs a limited claim took (a list of ClaimedJob), with what it saw: the jobs each
+    limit held back, and the keys it filled to their concurrency (for events and metrics)."""
+
+    def __init__(
+        self,
+        jobs: Iterable[Any] = (),
+        held: Mapping[str, int] | None = None,
+        saturated: Sequence[tuple[str, int]] = (),
+    ) -> None:
+        super().__init__(jobs)
+        self.held = dict(held or {})
+        self.saturated = list(saturated)
 
 
 @dataclass(frozen=True, slots=True)

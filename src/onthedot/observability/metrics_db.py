@@ -18,6 +18,7 @@ from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import QueueStats
 from onthedot.domain.ledger import LedgerRow
+from onthedot.domain.limits import KeyLoad, LimitRow, split_key
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
 from onthedot.observability.metrics_health import health_families
@@ -88,6 +89,8 @@ class DatabaseCollector(Collector):
             workers = storage.list_workers()
             rows = storage.list_schedule_rows()
             health = self.app.health.report()
+            limits = storage.list_limits()
+            loads = storage.limit_loads()
         except (OnthedotError, OSError):
             up.add_metric([], 0)
             yield up
@@ -96,6 +99,7 @@ class DatabaseCollector(Collector):
         yield up
         yield from _queue_metrics(queues)
         yield from _worker_metrics(workers, self.app.lease)
+        yield from _limit_metrics(limits, loads)
         _, invalid = self.app.schedules.registry.declared_or_invalid()
         yield from _schedule_metrics(rows, now, self.late_after, len(invalid))
         for family in health_families(health):  # schedule health: observability/metrics_health
@@ -129,6 +133,37 @@ def _queue_metrics(queues: list[QueueStats]) -> Iterator[Metric]:
         oldest.add_metric([q.queue], q.oldest_ready_age or 0.0)
         paused.add_metric([q.queue], int(q.paused))
     yield from (jobs, ready, running, oldest, paused)
+
+
+TOP_KEYS = 5  # the keys of a limit with their own series; the rest are summed as "(other)"
+
+
+def _limit_metrics(limits: list[LimitRow], loads: list[KeyLoad]) -> Iterator[Metric]:
+    """Per limit, running and waiting jobs of its busiest keys (bounded label cardinality)."""
+    running = GaugeMetricFamily(
+        "onthedot_limit_running",
+        f"Jobs running under a limit, for its {TOP_KEYS} busiest keys and '(other)'.",
+        labels=["limit", "key"],
+    )
+    waiting = GaugeMetricFamily(
+        "onthedot_limit_waiting",
+        "Jobs queued under a limit (as their first limit), by key as onthedot_limit_running.",
+        labels=["limit", "key"],
+    )
+    by_limit: dict[str, list[KeyLoad]] = {r.effective.name: [] for r in limits}
+    for load in loads:
+        by_limit.setdefault(split_key(load.lkey)[0], []).append(load)
+    for name, keys in sorted(by_limit.items()):
+        keys.sort(key=lambda k: (-k.running, -k.waiting, k.lkey))
+        for k in keys[:TOP_KEYS]:
+            label = split_key(k.lkey)[1]
+            running.add_metric([name, label], k.running)
+            waiting.add_metric([name, label], k.waiting)
+        rest = keys[TOP_KEYS:]
+        if rest:
+            running.add_metric([name, "(other)"], sum(k.running for k in rest))
+            waiting.add_metric([name, "(other)"], sum(k.waiting for k in rest))
+    yield from (running, waiting)
 
 
 def _worker_metrics(workers: list[WorkerRow], lease: float) -> Iterator[Metric]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from onthedot.domain.jobs import ClaimedJob
-from onthedot.domain.limits import KeyLoad, LimitRow, LimitSetting
+from onthedot.domain.limits import KeyLoad, LimitedClaim, LimitRow, LimitSetting
 
 
 class LimitStorage(Protocol):
@@ -23,11 +22,12 @@ class LimitStorage(Protocol):
         *,
         shared: bool = False,
         names: Sequence[str] | None = None,
-    ) -> list[ClaimedJob]:
+    ) -> LimitedClaim:
         """Claim up to `limit` due limited jobs of `queue` in one transaction, each only if
         every limit key it sits under allows one more start (running below the concurrency,
         a token in the bucket; an unregistered limit allows none), round-robin across home
-        keys least recently started first; take a token from each key for each start."""
+        keys least recently started first; take a token from each key for each start. The list
+        returned also says what each limit held back and which keys it filled."""
 
     def sync_limits(self, settings: Sequence[LimitSetting]) -> None:
         """Record the limits declared in code (an operator's override stays in force)."""

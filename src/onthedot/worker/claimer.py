@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from onthedot.clock import Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
+from onthedot.domain.limits import LimitedClaim, split_key
+from onthedot.observability.events import EventBus, LimitHeld, LimitSaturated
 from onthedot.storage.interface import Storage
 from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
@@ -83,6 +85,7 @@ class Claimer:
         flags: Flags,
         backoff: DatabaseBackoff,
         known: Mapping[str, object] | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.options = options
         # The registry of the jobs this worker can run: it claims only those names, so a job
@@ -101,6 +104,8 @@ class Claimer:
         self._alone_at = 0.0  # monotonic: the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
         self._limited: tuple[int, bool] | None = None  # (jobs known, whether any is limited)
+        self.events = events
+        self._saturated: dict[str, float] = {}  # limit key -> when LimitSaturated was said
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -215,6 +220,25 @@ class Claimer:
             self._names = tuple(self.known)
         return self._names
 
+    SATURATED_EVERY = 60.0  # a key's LimitSaturated is said at most this often (seconds)
+
+    def report(self, queue: str, claim: LimitedClaim) -> None:
+        """Events of a limited claim: what each limit held back, the keys it filled."""
+        events = self.events
+        if events is None:
+            return
+        for name, count in claim.held.items():
+            events.emit(LimitHeld(name, queue, count))
+        now = time.monotonic()
+        for lkey, concurrency in claim.saturated:
+            if now - self._saturated.get(lkey, -self.SATURATED_EVERY) >= self.SATURATED_EVERY:
+                self._saturated[lkey] = now
+                name, key = split_key(lkey)
+                events.emit(LimitSaturated(name, key, concurrency))
+        if len(self._saturated) > 10_000:  # bounded: forget the oldest half
+            for k in sorted(self._saturated, key=self._saturated.__getitem__)[:5_000]:
+                del self._saturated[k]
+
     def limited(self) -> bool:
         """Whether a job this worker claims sits under a limit (docs/limits.md): then it also
         claims limited jobs, and an idle worker looks again every `BUSY_LOCK_RECHECK` (a
@@ -280,6 +304,7 @@ class Claimer:
                     shared=True,
                     names=self.names(),
                 )
+                self.report(queue_name, held)
                 if held:
                     pipeline.add_claimed(held, sent=sent_limited)
                     total += len(held)

@@ -124,6 +124,7 @@ class Worker:
             flags=self.flags,
             backoff=self.backoff,
             known=deps.jobs,
+            events=deps.events,
         )
         self.executors = Executors(
             worker_id=self.id,

@@ -11,7 +11,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from onthedot.domain.jobs import ClaimedJob
-from onthedot.domain.limits import KeyLoad, KeyState, LimitRow, LimitSetting, Picker
+from onthedot.domain.limits import (
+    KeyLoad,
+    KeyState,
+    LimitedClaim,
+    LimitRow,
+    LimitSetting,
+    Picker,
+)
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn
@@ -27,11 +34,13 @@ class LimitVerbs(SqlBase):
         *,
         shared: bool = False,
         names: Sequence[str] | None = None,
-    ) -> list[ClaimedJob]:
+    ) -> LimitedClaim:
         try:
             return self._claim_limited(worker_id, queue, limit, lease, shared, names)
         except self.d.unique_violation:
-            return []  # two claims raced for a schedule's lock key (overlap "serialize")
+            return (
+                LimitedClaim()
+            )  # two claims raced for a schedule's lock key (overlap "serialize")
 
     def _claim_limited(
         self,
@@ -41,13 +50,13 @@ class LimitVerbs(SqlBase):
         lease: float,
         shared: bool,
         names: Sequence[str] | None,
-    ) -> list[ClaimedJob]:
+    ) -> LimitedClaim:
         now = self.d.now(self._fixed())
         base = {"queue": queue, "now": now, "limit": limit}
         with self._tx() as conn:
             homes = [r[0] for r in self._run(conn, "limit_candidates", base).fetchall()]
             if not homes:
-                return []
+                return LimitedClaim()
             picks: list[list[tuple[int, list[str]]]] = []
             flt = {"any_name": self.d.flag(names is None), "names": self.d.array(list(names or ()))}
             for home in homes:
@@ -55,12 +64,12 @@ class LimitVerbs(SqlBase):
                 picks.append([(int(r[0]), list(json.loads(r[1]))) for r in rows])
             lkeys = sorted({k for jobs in picks for _, keys in jobs for k in keys})
             if not lkeys:
-                return []
+                return LimitedClaim()
             states = self._states(conn, lkeys, now, lock=True)
             picker = Picker(states)
             ids = picker.pick(picks, limit)
             if not ids:
-                return []
+                return LimitedClaim((), picker.held)
             params = {
                 "worker_id": worker_id,
                 "lease": lease,
@@ -72,7 +81,8 @@ class LimitVerbs(SqlBase):
             for lkey in sorted(picker.taken):
                 tokens = picker.tokens[lkey]
                 self._run(conn, "limit_take", {"lkey": lkey, "tokens": tokens, "now": now})
-        return decode.claimed(self.d, rows)
+        jobs: list[ClaimedJob] = decode.claimed(self.d, rows)
+        return LimitedClaim(jobs, picker.held, picker.saturated())
 
     def _states(self, conn: Conn, lkeys: list[str], now: Any, *, lock: bool) -> dict[str, KeyState]:
         arr = self.d.array(lkeys)
