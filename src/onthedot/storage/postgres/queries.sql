@@ -896,21 +896,10 @@ FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
 WHERE s.lkey = ANY(%(lkeys)s::text[])
 ORDER BY s.lkey;
 
--- name: limit_lock
--- limit_state with the keys' rows locked, in key order (no two claims wait in a cycle): every
--- claim of a job under a key holds its row until it commits, so the count of running jobs
--- read after (a new snapshot) includes every other claim's.
-SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
-       CASE WHEN l.rate IS NULL THEN NULL
-            ELSE least(coalesce(l.burst, 1)::float8,
-                       coalesce(s.tokens + l.rate * extract(epoch FROM
-                           (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))::float8,
-                           coalesce(l.burst, 1)::float8))
-       END,
-       l.rate
-FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
-WHERE s.lkey = ANY(%(lkeys)s::text[])
-ORDER BY s.lkey
+-- name: limit_row_lock
+-- Appended to limit_state by the claim: the keys' rows locked, in key order (no two claims
+-- wait in a cycle). Every claim of a job under a key holds its row until it commits, so the
+-- running jobs counted after (a new snapshot) include every other claim's.
 FOR UPDATE OF s;
 
 -- name: limit_running

@@ -86,10 +86,12 @@ class LimitVerbs(SqlBase):
 
     def _states(self, conn: Conn, lkeys: list[str], now: Any, *, lock: bool) -> dict[str, KeyState]:
         arr = self.d.array(lkeys)
-        if lock:
+        if lock:  # first, so that no claim makes a key's row while it holds another's lock
             self._run(conn, "limit_ensure", {"lkeys": arr})
-        rows = self._run(conn, "limit_lock" if lock else "limit_state", {"lkeys": arr, "now": now})
-        found = rows.fetchall()
+        sql = self.d.q["limit_state"]
+        if lock:
+            sql = f"{sql}\n{self.d.q['limit_row_lock']}"
+        found = self.d.run(conn, sql, {"lkeys": arr, "now": now}).fetchall()
         running = self._counts(conn, "limit_running", lkeys)
         return {
             r[0]: KeyState(

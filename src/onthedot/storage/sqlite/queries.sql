@@ -743,17 +743,8 @@ FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
 WHERE s.lkey IN (SELECT value FROM json_each(:lkeys))
 ORDER BY s.lkey;
 
--- name: limit_lock
--- limit_state under the claim's lock (SQLite's write transaction is the lock).
-SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
-       CASE WHEN l.rate IS NULL THEN NULL
-            ELSE min(coalesce(l.burst, 1),
-                     coalesce(s.tokens + (:now - s.refilled_at) * l.rate, coalesce(l.burst, 1)))
-       END,
-       l.rate
-FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
-WHERE s.lkey IN (SELECT value FROM json_each(:lkeys))
-ORDER BY s.lkey;
+-- name: limit_row_lock
+-- SQLite: the claim's write transaction (BEGIN IMMEDIATE) is the lock; nothing to add.
 
 -- name: limit_running
 -- The running jobs under each limit key (`every`: all keys, else those of `lkeys`): a
