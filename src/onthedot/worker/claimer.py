@@ -106,6 +106,8 @@ class Claimer:
         self._limited: tuple[int, bool] | None = None  # (jobs known, whether any is limited)
         self.events = events
         self._saturated: dict[str, float] = {}  # limit key -> when LimitSaturated was said
+        self._limited_first: set[str] = set()  # queues whose last claim found only limited jobs
+        self._claims = 0
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -276,6 +278,51 @@ class Claimer:
                 return True
         return False
 
+    # A queue whose last claim found only limited jobs asks the limited claim first (the
+    # unlimited claim's round trip off its path), but the unlimited claim still runs first one
+    # claim in this many, so that unlimited jobs behind a busy limited queue are never starved.
+    FREE_FIRST_EVERY = 8
+
+    def _claim_queue(self, queue: str, want: int) -> int:
+        """Claim up to `want` jobs of one queue: unlimited ones, then limited ones (or the
+        other way round, see FREE_FIRST_EVERY); how many."""
+        opts, pipeline = self.options, self.pipeline
+        limited = self.limited()
+        self._claims += 1
+        limited_first = (
+            limited and queue in self._limited_first and self._claims % self.FREE_FIRST_EVERY != 0
+        )
+        taken_free = taken_limited = 0
+        if limited_first:
+            taken_limited = self._claim_limited(queue, want)
+        if taken_limited < want:
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
+            jobs = self.storage.claim_jobs(
+                opts.worker_id, queue, want - taken_limited, opts.lease, shared=True,
+                names=self.names(),
+            )  # fmt: skip
+            if jobs:
+                pipeline.add_claimed(jobs, sent=sent)
+            taken_free = len(jobs)
+            if not limited_first and limited and taken_free < want:
+                taken_limited = self._claim_limited(queue, want - taken_free)
+        if taken_free:
+            self._limited_first.discard(queue)
+        elif taken_limited:
+            self._limited_first.add(queue)
+        return taken_free + taken_limited
+
+    def _claim_limited(self, queue: str, want: int) -> int:
+        opts = self.options
+        sent = lease_clock()
+        held = self.storage.claim_limited(
+            opts.worker_id, queue, want, opts.lease, shared=True, names=self.names()
+        )
+        self.report(queue, held)
+        if held:
+            self.pipeline.add_claimed(held, sent=sent)
+        return len(held)
+
     def claim(self, free: int) -> tuple[int, bool]:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         opts = self.options
@@ -290,29 +337,9 @@ class Claimer:
             if want <= 0:
                 pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
-            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
-            jobs = self.storage.claim_jobs(
-                opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
-            )
-            if len(jobs) < want and self.limited():
-                sent_limited = lease_clock()
-                held = self.storage.claim_limited(
-                    opts.worker_id,
-                    queue_name,
-                    want - len(jobs),
-                    opts.lease,
-                    shared=True,
-                    names=self.names(),
-                )
-                self.report(queue_name, held)
-                if held:
-                    pipeline.add_claimed(held, sent=sent_limited)
-                    total += len(held)
-                    want -= len(held)
-            if jobs:
-                pipeline.add_claimed(jobs, sent=sent)
-                total += len(jobs)
-            if want <= len(jobs):
+            taken = self._claim_queue(queue_name, want)
+            total += taken
+            if taken >= want:
                 pipeline.claimed(asked, total)
                 return total, True
         pipeline.claimed(asked, total)
