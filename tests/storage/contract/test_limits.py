@@ -166,3 +166,18 @@ def test_concurrent_claims_never_exceed_a_limit(
     claimed = [i for ids in run_threads(6, claim) for i in ids]
     assert len(claimed) == len(set(claimed))
     assert Counter(homes(storage, claimed)) == {"cc|0": 3, "cc|1": 3}
+
+
+def test_a_limited_job_lost_twice_is_charged_the_second_time(storage: Storage) -> None:
+    # A limited job is never claimed alone (claim_alone reads the unlimited ready index), so
+    # once lost beside others (solo) its next shared claim is charged: a job that kills its
+    # worker fails in the end instead of running for ever.
+    register(storage, "p", 5)
+    a, b = storage.at(T0).enqueue([limited("q", "p|", max_attempts=1) for _ in range(2)])
+    assert len(storage.at(T0).claim_limited("w1", "default", 2, 5, shared=True)) == 2
+    assert {r.requeued for r in storage.at(at(6)).rescue_jobs()} == {True}
+    again = storage.at(at(7)).claim_limited("w2", "default", 2, 5, shared=True)
+    assert sorted(c.id for c in again) == [a, b]
+    lost = storage.at(at(20)).rescue_jobs()
+    assert {(r.id, r.requeued) for r in lost} == {(a, False), (b, False)}
+    assert job(storage, a).state.value == "failed"

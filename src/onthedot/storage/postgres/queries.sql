@@ -918,11 +918,13 @@ WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
 GROUP BY q.limit_key;
 
 -- name: limit_claim
+-- A solo job (lost beside others, domain.rescue) is never claimed alone when limited: its
+-- attempt counts here instead, so a job that kills its worker fails in the end.
 UPDATE onthedot_jobs j
 SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     started_at = COALESCE(%(now)s::timestamptz, now()),
     lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    charged = %(charge)s, began = %(charge)s
+    charged = %(charge)s OR j.solo, began = %(charge)s OR j.solo
 WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'queued'
 RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
           j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,

@@ -762,9 +762,11 @@ WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
 GROUP BY q.limit_key;
 
 -- name: limit_claim
+-- A solo job (lost beside others, domain.rescue) is never claimed alone when limited: its
+-- attempt counts here instead, so a job that kills its worker fails in the end.
 UPDATE onthedot_jobs
 SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
-    lease_until = :now + :lease, charged = :charge, began = :charge
+    lease_until = :now + :lease, charged = max(:charge, solo), began = max(:charge, solo)
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key,
           slot, priority, run_at, unique_key;
