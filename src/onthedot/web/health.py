@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from onthedot.domain.jobs import QueueStats
 from onthedot.domain.serving import Unserved, UnservedQueue
-from onthedot.storage.interface import WorkerRow
+from onthedot.domain.workers import WorkerRow
 from onthedot.web.rendering import to_datetime
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class Health:
         totals["ready"] = sum(q.ready for q in queues)
         return cls(
             queues=queues,
-            workers=app.storage.list_workers(),
+            workers=app.operations.workers(),
             unserved=app.unserved_jobs(),
             schedules=app.schedules.views(),
             lease=app.lease,

@@ -17,7 +17,7 @@ MINUTE, HOUR = 60, 3600
 def overview(pg: Page) -> Response:
     health = Health.read(pg.app, pg.now, pg.web.late_after)
     # The last day by minute serves both charts (read incrementally: see throughput.py).
-    counts = pg.web.throughput.counts(pg.app.storage, pg.now)
+    counts = pg.web.throughput.counts(pg.app.operations, pg.now)
     last_hour = buckets(counts, end=pg.now, size=MINUTE, n=60)
     last_day = buckets(counts, end=pg.now, size=HOUR, n=24)
     return pg.render(

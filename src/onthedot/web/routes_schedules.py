@@ -97,7 +97,7 @@ def schedule_page(pg: Page) -> Response:
                 break
             nexts.append(n)
             t = n
-    history = pg.app.storage.slot_history(key, limit=50)
+    history = pg.app.operations.slot_history(key, limit=50)
     try:
         skipped = pg.app.schedules.skipped(key)
     except ScheduleError:
