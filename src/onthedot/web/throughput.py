@@ -10,7 +10,6 @@ import threading
 from datetime import UTC, datetime
 from typing import Protocol
 
-
 MINUTE = 60
 DAY = 24 * 3600
 SETTLE = 2 * MINUTE  # minutes younger than this may still grow (clocks of hosts differ)
