@@ -15,7 +15,7 @@ from onthedot.observability.events import EventBus, ScheduleChanged
 from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
-    from onthedot.storage.interface import Storage
+    from onthedot.storage.roles import LedgerStore
 
 
 def default_actor() -> str:
@@ -39,7 +39,7 @@ class AuditTrail:
 
     def __init__(
         self,
-        storage: Callable[[], Storage],
+        storage: Callable[[], LedgerStore],
         clock: Clock,
         events: EventBus,
         wakeups: WakeupHub,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from onthedot.domain.ledger import LedgerRow
     from onthedot.schedules.audit import AuditTrail
     from onthedot.schedules.registry import ScheduleRegistry
-    from onthedot.storage.interface import Storage
+    from onthedot.storage.health import HealthStorage
 
 UNCHANGED: Any = object()  # an expectation `expect` leaves as it is
 
@@ -31,7 +31,7 @@ class ExpectationControls:
 
     def __init__(
         self,
-        storage: Callable[[], Storage],
+        storage: Callable[[], HealthStorage],
         registry: ScheduleRegistry,
         audit: AuditTrail,
         require_row: Callable[[str, str | None, str | None], LedgerRow],
