@@ -14,6 +14,7 @@ from onthedot.domain.expectations import (
     parse_expectations,
     stored_expectations,
 )
+from onthedot.domain.ledger import AuditAction
 from onthedot.domain.payload import JsonObject
 from onthedot.schedules.audit import default_actor
 
@@ -75,7 +76,9 @@ class ExpectationControls:
         stored = overrides or None
         if not self._storage().set_expectations(key, stored, actor=who, note=note):
             raise ScheduleError(f"schedule {key!r} has no health row yet: start a worker first")
-        self._audit.record("expected", key, who, note, {"overrides": stored, "cleared": clear})
+        self._audit.record(
+            AuditAction.EXPECTED, key, who, note, {"overrides": stored, "cleared": clear}
+        )
         return self._declared(row).with_overrides(stored)
 
     def expectations(self, key: str) -> Expectations:
