@@ -223,7 +223,10 @@ def queues(click_ctx: click.Context, as_json: bool) -> None:
 def queues_pause(ctx: Context, name: str, actor: str) -> None:
     """Stop workers from claiming jobs of queue NAME (running jobs finish)."""
     ctx.reader().operations.set_queue_paused(name, True, actor)
-    click.echo(f"paused queue {name}: workers claim none of its jobs until it is resumed")
+    click.echo(
+        f"paused queue {name}: no claim from now on takes its jobs until it is resumed "
+        "(jobs already claimed still run)"
+    )
 
 
 @queues.command("resume")
