@@ -233,7 +233,6 @@ def test_queued_by_name_counts_only_queued_jobs(storage: Storage) -> None:
     assert storage.queued_by_name() == {"a": 1, "b": 1, "c": 1}
 
 
-
 def test_a_paused_queue_is_checked_in_the_claim_itself(storage: Storage) -> None:
     """`queues pause` holds every claim that starts after it returns, whatever a worker's
     cached list of paused queues says (it was re-read only every 2 s: a job enqueued just

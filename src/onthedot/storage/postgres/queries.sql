@@ -398,7 +398,7 @@ SELECT name, sum(n)::bigint, count(*) - count(DISTINCT (queue, priority))
 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
+-- name: finished_counts
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),
        state, count(*)
 FROM onthedot_jobs

@@ -344,7 +344,7 @@ SELECT name FROM onthedot_queues WHERE paused;
 SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
+-- name: finished_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
 FROM onthedot_jobs
 WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
