@@ -42,7 +42,7 @@ def reads(p: dict[str, Any]) -> dict[str, Any]:
         ),
         "count_jobs(failed)": lambda: st.count_jobs(failed),
         "count_jobs(queue=default)": lambda: st.count_jobs(JobFilter(queue="default")),
-        "job_counts(last 24 h, by minute)": lambda: st.job_counts(
+        "finished_counts(last 24 h, by minute)": lambda: st.finished_counts(
             since=now - timedelta(days=1), bucket_seconds=60
         ),
     }

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from onthedot.domain.ledger import AuditAction
 from onthedot.domain.limits import (
     Key,
     KeyLoad,
@@ -132,6 +133,12 @@ class Limits:
         self._storage().sync_limits(settings)
 
     # -- operators ---------------------------------------------------------------------------
+    def loads(self) -> tuple[list[LimitRow], list[KeyLoad]]:
+        """The registered limits and the load of every key with jobs (the metrics' gauges;
+        read only)."""
+        storage = self._storage()
+        return storage.list_limits(), storage.limit_loads()
+
     def overview(self, top: int = 5) -> list[LimitView]:
         """Each registered limit (declared ones recorded first) with its `top` busiest keys."""
         self.sync()
@@ -181,7 +188,7 @@ class Limits:
             "rate": rate_text(setting.rate),
             "burst": setting.burst,
         }
-        self._audit.record("limit_set", f"limit:{name}", actor, note, details)
+        self._audit.record(AuditAction.LIMIT_SET, f"limit:{name}", actor, note, details)
         return self._row(name)
 
     def reset(self, name: str, *, actor: str | None = None, note: str | None = None) -> LimitRow:
@@ -189,7 +196,7 @@ class Limits:
         check_operator_text(note, actor)
         self._row(name)
         self._storage().reset_limit(name)
-        self._audit.record("limit_reset", f"limit:{name}", actor, note)
+        self._audit.record(AuditAction.LIMIT_RESET, f"limit:{name}", actor, note)
         return self._row(name)
 
     def _row(self, name: str) -> LimitRow:

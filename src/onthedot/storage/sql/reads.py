@@ -6,12 +6,16 @@ import json
 from datetime import UTC, datetime
 
 from onthedot.domain.errors import InvalidJobState, JobNotFound
-from onthedot.domain.jobs import Job, JobFilter, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobFilter, QueueStats
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn
 
-_BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"}
+_BULK = {
+    JobAction.RETRY: "bulk_retry",
+    JobAction.CANCEL: "bulk_cancel",
+    JobAction.DELETE: "bulk_delete",
+}
 _ID_MIN, _ID_MAX = -(2**63), 2**63 - 1  # what a job id column holds on both databases
 
 
@@ -108,12 +112,12 @@ class ReadVerbs(SqlBase):
         assert job is not None
         return job
 
-    def job_action(self, action: str, job_id: int) -> Job | None:
-        if action == "retry":
+    def job_action(self, action: JobAction, job_id: int) -> Job | None:
+        if action == JobAction.RETRY:
             return self._retry(job_id)
-        if action == "cancel":
+        if action == JobAction.CANCEL:
             return self._cancel(job_id)
-        if action == "delete":
+        if action == JobAction.DELETE:
             self._delete(job_id)
             return None
         raise ValueError(f"unknown job action {action!r}: use retry, cancel or delete")
@@ -162,7 +166,7 @@ class ReadVerbs(SqlBase):
             self._job_state(conn, job_id)  # JobNotFound when there is no such job
         raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
 
-    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
+    def bulk_job_action(self, action: JobAction, flt: JobFilter) -> int:
         if action not in _BULK:
             raise ValueError(f"unknown bulk action {action!r}: use retry, cancel or delete")
         sql, params = self._filtered(_BULK[action], flt, keyset=False)
@@ -185,7 +189,7 @@ class ReadVerbs(SqlBase):
         self._compact_beyond(sum(int(r[2]) for r in rows))
         return {r[0]: int(r[1]) for r in rows if r[1]}
 
-    def job_counts(
+    def finished_counts(
         self, *, since: datetime, bucket_seconds: int = 3600
     ) -> list[tuple[datetime, str, int]]:
         if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, int):
@@ -194,5 +198,5 @@ class ReadVerbs(SqlBase):
             raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
         params = {"since": self.d.instant(since), "bucket": bucket_seconds}
         with self._read() as conn:
-            rows = self._run(conn, "job_counts", params).fetchall()
+            rows = self._run(conn, "finished_counts", params).fetchall()
         return [(self.d.dt(r[0]).astimezone(UTC), r[1], int(r[2])) for r in rows]

@@ -40,7 +40,10 @@ SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_
 WHERE id IN (
     SELECT q.id FROM prio CROSS JOIN onthedot_jobs q
     WHERE prio.priority IS NOT NULL
-      AND q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue AND q.priority = prio.priority
+      -- A paused queue is checked in the claim itself (see PostgreSQL's claim_jobs).
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
+      AND q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue
+      AND q.priority = prio.priority
       AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
@@ -63,6 +66,7 @@ WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue AND q.run_at <= :now
       AND q.solo = 1
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
@@ -342,7 +346,7 @@ SELECT name FROM onthedot_queues WHERE paused;
 SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
+-- name: finished_counts
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
 FROM onthedot_jobs
 WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
@@ -702,6 +706,8 @@ SELECT k.lkey FROM k
 LEFT JOIN onthedot_limit_keys s ON s.lkey = k.lkey
 LEFT JOIN onthedot_limits l ON l.name = s.name
 WHERE k.lkey IS NOT NULL
+  -- A paused queue is checked in the claim itself, as in claim_jobs.
+  AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
   AND (l.concurrency IS NULL
        OR l.concurrency > (SELECT count(*) FROM onthedot_jobs r
                            WHERE r.state = 'running' AND r.limit_key = k.lkey))
