@@ -181,3 +181,12 @@ def test_a_limited_job_lost_twice_is_charged_the_second_time(storage: Storage) -
     lost = storage.at(at(20)).rescue_jobs()
     assert {(r.id, r.requeued) for r in lost} == {(a, False), (b, False)}
     assert job(storage, a).state.value == "failed"
+
+
+def test_a_paused_queue_holds_its_limited_jobs_in_the_claim(storage: Storage) -> None:
+    register(storage, "pq", 5)
+    (job_id,) = storage.at(T0).enqueue([limited("x", "pq|", queue="mail")])
+    storage.set_queue_paused("mail", True, "ops")
+    assert storage.at(T0).claim_limited("w", "mail", 10, 30) == []
+    storage.set_queue_paused("mail", False, "ops")
+    assert [c.id for c in storage.at(T0).claim_limited("w", "mail", 10, 30)] == [job_id]
