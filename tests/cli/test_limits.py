@@ -53,3 +53,10 @@ def test_list_set_reset_and_explain(db_url: str) -> None:
     code, out = run(db_url, "limits", "set", "nope", "--concurrency", "2")
     assert code == 1
     assert "no limit named 'nope' (limits: charge, stripe)" in out
+
+
+def test_check_reports_a_bad_limit_in_one_line(tmp_path: object) -> None:
+    r = CliRunner().invoke(cli, ["--app", "tests.cli.limits_bad_app:app", "check"])
+    assert r.exit_code == 1
+    (line,) = r.output.strip().splitlines()
+    assert "rate='ten' is not a rate" in line and '"10/s"' in line
