@@ -837,58 +837,6 @@ DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < %(before)s
 -- name: ping_targets
 SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;
 
--- name: limit_candidates
--- The home keys with a due job in the queue whose own limit has room (a hint: the claim checks
--- every limit under its lock), least recently started first. A loose scan of the limited ready
--- index: one descent per key, never a walk of a key's backlog.
-WITH RECURSIVE k(lkey) AS (
-    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
-            WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key IS NOT NULL)
-    UNION ALL
-    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
-            WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key IS NOT NULL
-              AND q.limit_key > k.lkey)
-    FROM k WHERE k.lkey IS NOT NULL)
-SELECT k.lkey FROM k
-LEFT JOIN onthedot_limit_keys s ON s.lkey = k.lkey
-LEFT JOIN onthedot_limits l ON l.name = s.name
-WHERE k.lkey IS NOT NULL
-  -- A paused queue is checked in the claim itself, as in claim_jobs.
-  AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = %(queue)s AND p.paused)
-  AND (l.concurrency IS NULL
-       OR l.concurrency > (SELECT count(*) FROM onthedot_jobs r
-                           WHERE r.state = 'running' AND r.limit_key = k.lkey))
-  AND (l.rate IS NULL OR s.tokens IS NULL
-       OR least(coalesce(l.burst, 1), s.tokens + l.rate * extract(epoch FROM
-                (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))) >= 1)
-  AND EXISTS (SELECT 1 FROM onthedot_jobs q
-              WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key = k.lkey
-                AND q.run_at <= COALESCE(%(now)s::timestamptz, now()))
-ORDER BY s.last_start NULLS FIRST, k.lkey
-LIMIT %(limit)s;
-
--- name: limit_jobs
--- A home key's due jobs in claim order, with every limit key each sits under; locked, and
--- those another claim holds skipped.
-SELECT q.id, q.limits FROM onthedot_jobs q
-WHERE q.state = 'queued' AND q.queue = %(queue)s AND q.limit_key = %(lkey)s
-  AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
-  AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
-  AND (q.lock_key IS NULL OR (
-      NOT EXISTS (SELECT 1 FROM onthedot_jobs r
-                  WHERE r.lock_key = q.lock_key AND r.state = 'running')
-      AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
-                  WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
-ORDER BY q.priority DESC, q.run_at, q.id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
-
--- name: limit_ensure
--- Sorted, so that two claims making the same keys never wait on each other in a cycle.
-INSERT INTO onthedot_limit_keys (lkey, name)
-SELECT k, split_part(k, '|', 1) FROM unnest(%(lkeys)s::text[]) AS k ORDER BY k
-ON CONFLICT (lkey) DO NOTHING;
-
 -- name: limit_state
 -- Each key's limit (NULL columns: not registered by any worker yet) and tokens available now.
 SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
@@ -902,12 +850,6 @@ SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
 FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
 WHERE s.lkey = ANY(%(lkeys)s::text[])
 ORDER BY s.lkey;
-
--- name: limit_row_lock
--- Appended to limit_state by the claim: the keys' rows locked, in key order (no two claims
--- wait in a cycle). Every claim of a job under a key holds its row until it commits, so the
--- running jobs counted after (a new snapshot) include every other claim's.
-FOR UPDATE OF s;
 
 -- name: limit_running
 -- The running jobs under each limit key (`every`: all keys, else those of `lkeys`): a
@@ -923,25 +865,6 @@ SELECT q.limit_key, count(*) FROM onthedot_jobs q
 WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
   AND (%(every)s OR q.limit_key = ANY(%(lkeys)s::text[]))
 GROUP BY q.limit_key;
-
--- name: limit_claim
--- A solo job (lost beside others, domain.rescue) is never claimed alone when limited: its
--- attempt counts here instead, so a job that kills its worker fails in the end.
-UPDATE onthedot_jobs j
-SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
-    started_at = COALESCE(%(now)s::timestamptz, now()),
-    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
-    charged = %(charge)s OR j.solo, began = %(charge)s OR j.solo
-WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'queued'
-RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
-          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
-          date_part('epoch', j.run_at), j.unique_key;
-
--- name: limit_take
-UPDATE onthedot_limit_keys
-SET tokens = %(tokens)s, refilled_at = COALESCE(%(now)s::timestamptz, now()),
-    last_start = COALESCE(%(now)s::timestamptz, now())
-WHERE lkey = %(lkey)s;
 
 -- name: limit_sync
 INSERT INTO onthedot_limits AS o (name, concurrency, rate, burst, code_concurrency, code_rate,
@@ -981,3 +904,29 @@ FROM onthedot_limits ORDER BY name;
 SELECT state, queue, name,
        extract(epoch FROM (run_at - COALESCE(%(now)s::timestamptz, now())))::float8, limits
 FROM onthedot_jobs WHERE id = %(id)s;
+
+-- name: limit_gather
+-- The limited claim's reads in one call (migration 0009's onthedot_limit_gather); SQLite runs
+-- limit_candidates, limit_jobs, limit_ensure, limit_state and limit_running instead.
+SELECT onthedot_limit_gather(%(queue)s::text, %(now)s::timestamptz, %(limit)s::integer,
+                             %(any_name)s::boolean, %(names)s::text[]);
+
+-- name: limit_apply
+-- The picked jobs claimed and the keys' buckets written, in one statement (SQLite: limit_claim,
+-- then limit_take per key). A solo job's attempt counts (see limit_claim).
+WITH taken AS (
+    UPDATE onthedot_limit_keys s
+    SET tokens = v.tokens, refilled_at = COALESCE(%(now)s::timestamptz, now()),
+        last_start = COALESCE(%(now)s::timestamptz, now())
+    FROM unnest(%(tkeys)s::text[], %(tokens)s::float8[]) AS v(lkey, tokens)
+    WHERE s.lkey = v.lkey
+)
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = %(charge)s OR j.solo, began = %(charge)s OR j.solo
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'queued'
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at), j.unique_key;

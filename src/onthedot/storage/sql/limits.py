@@ -2,7 +2,9 @@
 their load. The claim is one transaction: the home keys with room (least recently started
 first), a few due jobs of each (locked), every limit key of those locked in key order, the
 running jobs counted after the locks, then round-robin picks (domain/limits.Picker), the
-update of the picked jobs and of the keys' token buckets."""
+update of the picked jobs and of the keys' token buckets. PostgreSQL gathers in one function
+call (`limit_gather`, migration 0009) and applies in one statement (`limit_apply`); SQLite,
+in-process, runs the same steps as statements inside its write transaction."""
 
 from __future__ import annotations
 
@@ -52,37 +54,75 @@ class LimitVerbs(SqlBase):
         names: Sequence[str] | None,
     ) -> LimitedClaim:
         now = self.d.now(self._fixed())
-        base = {"queue": queue, "now": now, "limit": limit}
         with self._tx() as conn:
-            homes = [r[0] for r in self._run(conn, "limit_candidates", base).fetchall()]
-            if not homes:
+            gathered = self._gather(conn, queue, now, limit, names)
+            if gathered is None:
                 return LimitedClaim()
-            picks: list[list[tuple[int, list[str]]]] = []
-            flt = {"any_name": self.d.flag(names is None), "names": self.d.array(list(names or ()))}
-            for home in homes:
-                rows = self._run(conn, "limit_jobs", {**base, **flt, "lkey": home}).fetchall()
-                picks.append([(int(r[0]), list(json.loads(r[1]))) for r in rows])
-            lkeys = sorted({k for jobs in picks for _, keys in jobs for k in keys})
-            if not lkeys:
-                return LimitedClaim()
-            states = self._states(conn, lkeys, now, lock=True)
+            picks, states = gathered
             picker = Picker(states)
             ids = picker.pick(picks, limit)
             if not ids:
                 return LimitedClaim((), picker.held)
-            params = {
-                "worker_id": worker_id,
-                "lease": lease,
-                "now": now,
-                "charge": self.d.flag(not shared),
-                "ids": self.d.array(ids),
-            }
-            rows = self._run(conn, "limit_claim", params).fetchall()
-            for lkey in sorted(picker.taken):
-                tokens = picker.tokens[lkey]
-                self._run(conn, "limit_take", {"lkey": lkey, "tokens": tokens, "now": now})
+            rows = self._apply(conn, worker_id, lease, now, shared, ids, picker)
         jobs: list[ClaimedJob] = decode.claimed(self.d, rows)
         return LimitedClaim(jobs, picker.held, picker.saturated())
+
+    def _gather(
+        self, conn: Conn, queue: str, now: Any, limit: int, names: Sequence[str] | None
+    ) -> tuple[list[list[tuple[int, list[str]]]], dict[str, KeyState]] | None:
+        """The candidate jobs by home key (in round-robin order) and the state of every key
+        they sit under, read under the keys' locks; None: nothing to claim."""
+        flt = {"any_name": self.d.flag(names is None), "names": self.d.array(list(names or ()))}
+        base = {"queue": queue, "now": now, "limit": limit}
+        if "limit_gather" in self.d.q:  # PostgreSQL: one function call (migration 0009)
+            row = self._one(conn, "limit_gather", {**base, **flt})
+            data = None if row is None else row[0]
+            if not data:
+                return None
+            by_home: dict[int, list[tuple[int, list[str]]]] = {}
+            for order, job_id, keys in data["jobs"]:
+                by_home.setdefault(int(order), []).append((int(job_id), list(json.loads(keys))))
+            states = {r[0]: KeyState(r[0], bool(r[1]), r[2], int(r[4]), r[3]) for r in data["keys"]}
+            return [by_home[o] for o in sorted(by_home)], states
+        homes = [r[0] for r in self._run(conn, "limit_candidates", base).fetchall()]
+        if not homes:
+            return None
+        picks: list[list[tuple[int, list[str]]]] = []
+        for home in homes:
+            rows = self._run(conn, "limit_jobs", {**base, **flt, "lkey": home}).fetchall()
+            picks.append([(int(r[0]), list(json.loads(r[1]))) for r in rows])
+        lkeys = sorted({k for jobs in picks for _, keys in jobs for k in keys})
+        if not lkeys:
+            return None
+        return picks, self._states(conn, lkeys, now, lock=True)
+
+    def _apply(
+        self,
+        conn: Conn,
+        worker_id: str,
+        lease: float,
+        now: Any,
+        shared: bool,
+        ids: list[int],
+        picker: Picker,
+    ) -> list[Any]:
+        """Claim the picked jobs and write the keys' buckets (their last start, tokens)."""
+        params = {
+            "worker_id": worker_id,
+            "lease": lease,
+            "now": now,
+            "charge": self.d.flag(not shared),
+            "ids": self.d.array(ids),
+        }
+        taken = sorted(picker.taken)
+        if "limit_apply" in self.d.q:  # PostgreSQL: one statement
+            params["tkeys"] = self.d.array(taken)
+            params["tokens"] = self.d.array([picker.tokens[k] for k in taken])
+            return list(self._run(conn, "limit_apply", params).fetchall())
+        rows = list(self._run(conn, "limit_claim", params).fetchall())
+        for lkey in taken:
+            self._run(conn, "limit_take", {"lkey": lkey, "tokens": picker.tokens[lkey], "now": now})
+        return rows
 
     def _states(self, conn: Conn, lkeys: list[str], now: Any, *, lock: bool) -> dict[str, KeyState]:
         arr = self.d.array(lkeys)
