@@ -118,7 +118,8 @@ class LimitVerbs(SqlBase):
         if "limit_apply" in self.d.q:  # PostgreSQL: one statement
             params["tkeys"] = self.d.array(taken)
             params["tokens"] = self.d.array([picker.tokens[k] for k in taken])
-            return list(self._run(conn, "limit_apply", params).fetchall())
+            # Never prepared: a generic plan made while the table looked empty would scan it.
+            return list(self._run(conn, "limit_apply", params, prepare=False).fetchall())
         rows = list(self._run(conn, "limit_claim", params).fetchall())
         for lkey in taken:
             self._run(conn, "limit_take", {"lkey": lkey, "tokens": picker.tokens[lkey], "now": now})

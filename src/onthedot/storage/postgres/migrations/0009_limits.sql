@@ -113,11 +113,15 @@ $$;
 -- never walked), up to p_limit due jobs of each (locked, others' skipped), the rows of every
 -- limit key they sit under made and locked in key order (two claims never wait in a cycle),
 -- then, in a statement of its own (a new snapshot, after the locks), each key's limit, tokens
--- and running jobs. NULL: nothing to claim. The caller picks and applies (limit_apply).
+-- and running jobs. NULL: nothing to claim. The caller picks and applies (limit_apply). As
+-- the claim function (migration 0007), its plans are generic and made without sequential
+-- scans: right whatever the statistics said when they were made (a table analyzed while
+-- empty would otherwise be scanned whole on every claim).
 CREATE OR REPLACE FUNCTION onthedot_limit_gather(
     p_queue text, p_now timestamptz, p_limit integer, p_any_name boolean, p_names text[])
 RETURNS json
 LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
