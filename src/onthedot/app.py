@@ -20,11 +20,14 @@ from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
+from onthedot.domain.retention import Retention
+from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
+from onthedot.pruning import Prunable, PrunePass, preview
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -59,7 +62,7 @@ class App:
         *,
         clock: Clock | None = None,
         lease: float = 30.0,
-        retention: str | timedelta = "7d",
+        retention: RetentionSpec = "7d",
         audit_retention: str | timedelta | None = "90d",
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
@@ -79,7 +82,10 @@ class App:
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
-        self.retention = parse_duration(retention, what="retention")
+        # How long finished jobs are kept, per final state (docs/retention.md); `retention`
+        # is the longest of them, for what is kept as long as any job (slot history).
+        self.job_retention = Retention.parse(retention)
+        self.retention = self.job_retention.longest()
         self.audit_retention = (
             None
             if audit_retention is None
@@ -198,6 +204,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
@@ -213,6 +220,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
@@ -220,7 +228,8 @@ class App:
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
-        can be their target."""
+        can be their target. `keep="1h"` (or `{"failed": "30d"}`) keeps its finished jobs that
+        long instead of the app's retention."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -232,6 +241,7 @@ class App:
                 backoff=backoff,
                 timeout=timeout,
                 runtime=runtime,
+                keep=keep,
             )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)
@@ -316,6 +326,22 @@ class App:
         except JobNotFound:
             return False
         return True
+
+    def retention_policy(self) -> Retention:
+        """The app's retention with the `keep=` of its registered jobs."""
+        return self.job_retention.with_jobs({n: jf.keep for n, jf in self.jobs.items()})
+
+    def prune(self, *, dry_run: bool = False, step: int = 5000) -> list[Prunable]:
+        """Delete the finished jobs past their retention now, `step` rows per transaction (as
+        the workers do every 5 minutes); with `dry_run`, only count them. Per (job, state)."""
+        storage = self.raw_storage()
+        now = self.clock.fixed_now() or storage.db_now()
+        if dry_run:
+            return preview(storage, self.retention_policy(), now)
+        run = PrunePass(storage, self.retention_policy(), now)
+        while run.step(step):
+            pass
+        return run.done()
 
     def queue_stats(self) -> list[QueueStats]:
         return self.storage.queue_stats()
@@ -407,7 +433,7 @@ class App:
             resolve=self.resolve,
             check_schema=self.check_schema,
             lease=self.lease,
-            retention=self.retention,
+            retention=self.retention_policy(),
             audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,

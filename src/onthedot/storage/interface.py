@@ -19,6 +19,7 @@ from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, Qu
 from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.rescue import Lease
+from onthedot.domain.retention import PruneRule
 from onthedot.storage.health import HealthStorage
 from onthedot.storage.wakeup import Wakeup
 
@@ -300,6 +301,17 @@ class Storage(HealthStorage, Protocol):
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
         """Delete at most `limit` jobs finished before `older_than`, oldest first, in one
         transaction; how many (fewer than `limit`: none left)."""
+
+    def finished_groups(self) -> list[tuple[str, str]]:
+        """The (job name, final state) pairs that have finished jobs, from the job counts."""
+
+    def prune_finished(self, rule: PruneRule, *, limit: int) -> int:
+        """Delete at most `limit` jobs of `rule.name` in `rule.state` finished before
+        `rule.before`, oldest first, in one transaction; how many (fewer than `limit`: none
+        left)."""
+
+    def count_finished(self, rule: PruneRule) -> int:
+        """How many jobs `prune_finished` would delete for this rule, all batches together."""
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         """True for exactly one caller per `every` seconds per task (no leader needed)."""

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from onthedot.domain.jobs import iso
 from onthedot.domain.rescue import WORKER_LOST, Lease, decide_rescue
+from onthedot.domain.retention import PruneRule
 from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
@@ -15,6 +16,11 @@ from onthedot.storage.sql.base import SqlBase
 # Rows per pruning transaction: a batch takes tens of milliseconds on a big table (measured in
 # docs/scaling.md, "Large tables"), so no transaction of the prune is long.
 PRUNE_BATCH = 5000
+
+
+def _check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int (rows per batch), got {limit!r}")
 
 
 class WorkerVerbs(SqlBase):
@@ -120,11 +126,28 @@ class WorkerVerbs(SqlBase):
         return counts
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive int (rows per batch), got {limit!r}")
+        _check_limit(limit)
         params = {"before": self.d.instant(older_than), "limit": limit}
         with self._write() as conn:
             return int(self._run(conn, "prune_jobs", params).rowcount)
+
+    def finished_groups(self) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            return [(r[0], r[1]) for r in self._run(conn, "finished_groups", {}).fetchall()]
+
+    def prune_finished(self, rule: PruneRule, *, limit: int) -> int:
+        _check_limit(limit)
+        params = {**self._rule(rule), "limit": limit}
+        with self._write() as conn:
+            return int(self._run(conn, "prune_finished", params).rowcount)
+
+    def count_finished(self, rule: PruneRule) -> int:
+        with self._read() as conn:
+            row = self._one(conn, "count_finished", self._rule(rule))
+        return 0 if row is None else int(row[0])
+
+    def _rule(self, rule: PruneRule) -> dict[str, object]:
+        return {"name": rule.name, "state": rule.state, "before": self.d.instant(rule.before)}
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         params = {

@@ -182,6 +182,27 @@ WHERE id IN (SELECT id FROM onthedot_jobs
              ORDER BY finished_at
              LIMIT :limit);
 
+-- name: finished_groups
+-- The (job name, final state) pairs that have jobs, from the counts kept with the jobs.
+SELECT name, state FROM onthedot_job_counts
+WHERE state IN ('succeeded', 'failed', 'cancelled')
+GROUP BY name, state HAVING sum(n) > 0
+ORDER BY name, state;
+
+-- name: prune_finished
+-- One bounded batch of one (name, state) range of onthedot_jobs_done, oldest first.
+DELETE FROM onthedot_jobs
+WHERE id IN (SELECT id FROM onthedot_jobs
+             WHERE name = :name AND state = :state AND finished_at < :before
+               AND state IN ('succeeded', 'failed', 'cancelled')
+             ORDER BY finished_at
+             LIMIT :limit);
+
+-- name: count_finished
+SELECT count(*) FROM onthedot_jobs
+WHERE name = :name AND state = :state AND finished_at < :before
+  AND state IN ('succeeded', 'failed', 'cancelled');
+
 -- name: prune_slots
 DELETE FROM onthedot_slots
 WHERE recorded_at < :before
