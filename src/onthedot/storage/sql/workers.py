@@ -112,18 +112,30 @@ class WorkerVerbs(SqlBase):
             counts["jobs"] += n
             if n < PRUNE_BATCH:
                 break
+        params = {"before": before, "limit": PRUNE_BATCH}
+        counts["slots"] = self._batches("prune_slots", params)
+        counts["slots"] += self._batches("prune_orphan_slots", params)
         with self._tx() as conn:
-            counts["slots"] = self._run(conn, "prune_slots", {"before": before}).rowcount
-            counts["slots"] += self._run(conn, "prune_orphan_slots", {"before": before}).rowcount
             counts["schedules"] = self._run(conn, "prune_ledger", {"before": before}).rowcount
             counts["workers"] = self._run(
                 conn, "prune_workers", {"before": self.d.instant(workers_older_than)}
             ).rowcount
-            if audit_older_than is not None:
-                audit_before = {"before": self.d.instant(audit_older_than)}
-                counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
+        if audit_older_than is not None:
+            audit_before = {"before": self.d.instant(audit_older_than), "limit": PRUNE_BATCH}
+            counts["audit"] = self._batches("prune_audit", audit_before)
         self._compact_counts()
         return counts
+
+    def _batches(self, name: str, params: dict[str, object]) -> int:
+        """Run a bounded delete until a batch deletes fewer than its limit: each batch is a
+        short transaction of its own. How many rows in all."""
+        total = 0
+        while True:
+            with self._write() as conn:
+                n = int(self._run(conn, name, params).rowcount)
+            total += n
+            if n < PRUNE_BATCH:
+                return total
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
         _check_limit(limit)

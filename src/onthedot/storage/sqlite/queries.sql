@@ -204,22 +204,39 @@ WHERE name = :name AND state = :state AND finished_at < :before
   AND state IN ('succeeded', 'failed', 'cancelled');
 
 -- name: prune_slots
+-- One batch of slot history behind each ledger cursor recorded before `before`, keeping what
+-- the scheduler and the health watch still read (docs/scheduling.md, "What pruning keeps"):
+-- each schedule's newest slot, the slots its health watch has not settled (after watch_slot),
+-- and the slot of an open problem. Rows at or after the cursor are never pruned.
 DELETE FROM onthedot_slots
-WHERE recorded_at < :before
-  AND slot <= (SELECT CAST(s.cursor AS INTEGER) FROM onthedot_schedules s
-               WHERE s.key = onthedot_slots.schedule_key);
+WHERE (schedule_key, slot) IN (
+    SELECT h.schedule_key, h.slot
+    FROM onthedot_slots h JOIN onthedot_schedules s ON s.key = h.schedule_key
+    WHERE h.slot <= CAST(s.cursor AS INTEGER) AND h.recorded_at < :before
+      AND h.slot < (SELECT max(m.slot) FROM onthedot_slots m
+                    WHERE m.schedule_key = h.schedule_key)
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedule_health w
+                      WHERE w.key = h.schedule_key AND h.slot > w.watch_slot)
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedule_problems p
+                      WHERE p.schedule_key = h.schedule_key AND p.slot = h.slot
+                        AND p.resolved_at IS NULL)
+    LIMIT :limit);
 
 -- name: prune_orphan_slots
 DELETE FROM onthedot_slots
-WHERE recorded_at < :before
-  AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = onthedot_slots.schedule_key);
+WHERE (schedule_key, slot) IN (
+    SELECT h.schedule_key, h.slot FROM onthedot_slots h
+    WHERE h.recorded_at < :before
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = h.schedule_key)
+    LIMIT :limit);
 
 -- name: prune_ledger
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < :before;
 
 -- name: prune_audit
-DELETE FROM onthedot_audit WHERE at < :before;
+DELETE FROM onthedot_audit
+WHERE id IN (SELECT id FROM onthedot_audit WHERE at < :before ORDER BY id LIMIT :limit);
 
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < :before;
