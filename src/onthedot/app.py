@@ -19,7 +19,7 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobCount, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retention import Retention
 from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
@@ -309,6 +309,12 @@ class App:
 
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
         return self.storage.list_jobs(flt or JobFilter(**filters))
+
+    def count_jobs(self, flt: JobFilter | None = None, **filters: Any) -> JobCount:
+        """How many jobs match, read so that it does not grow with history: exact for a
+        queue, job name and states; estimated beyond 10,000 for other filters on PostgreSQL
+        (`JobCount.exact` False, shown "about N")."""
+        return self.storage.tally_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
         job = self.storage.job_action("retry", job_id)

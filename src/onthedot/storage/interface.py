@@ -15,7 +15,16 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats, iso
+from onthedot.domain.jobs import (
+    ClaimedJob,
+    Job,
+    JobCount,
+    JobFilter,
+    NewJob,
+    Outcome,
+    QueueStats,
+    iso,
+)
 from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.rescue import Lease
@@ -328,6 +337,11 @@ class Storage(HealthStorage, Protocol):
 
     def count_jobs(self, flt: JobFilter) -> int:
         """How many jobs match the filter (ignoring before_id and limit)."""
+
+    def tally_jobs(self, flt: JobFilter, *, cap: int = 10_000) -> JobCount:
+        """How many jobs match, for an operator: exact from the counts kept with the jobs when
+        the filter is of queue, job name and states only; otherwise counted up to `cap` and,
+        beyond it, the planner's estimate (PostgreSQL; `exact` False) or counted (SQLite)."""
 
     def queue_stats(self) -> list[QueueStats]:
         """Depth per state for each queue, exact: the depths from the job counts kept with

@@ -279,6 +279,36 @@ SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, r
        result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
 
+-- name: list_job_ids
+-- One (queue, state) range of a page: ids only, so PostgreSQL reads them from
+-- onthedot_jobs_list alone (selecting every column, it preferred walking the primary key
+-- backwards past every newer job: 1M rows, 336 ms, where the index gives 50 in 0.8 ms).
+SELECT id FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
+
+-- name: list_jobs_by_ids
+-- The page: the jobs of the newest ids of the ranges (joined by UNION ALL in place of ids).
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors, began
+FROM onthedot_jobs WHERE id IN (SELECT id FROM ({ids}) AS ranges ORDER BY id DESC LIMIT :limit)
+ORDER BY id DESC
+
+-- name: kept_queues
+-- The (queue, state) pairs that have jobs in these states, from the counts kept with the jobs.
+SELECT queue, state FROM onthedot_job_counts WHERE state IN (SELECT value FROM json_each(:states))
+GROUP BY queue, state HAVING sum(n) > 0 ORDER BY queue, state;
+
+-- name: kept_count
+-- count_jobs of a queue, job name and states, from the counts kept with the jobs (exact).
+SELECT coalesce(sum(n), 0) FROM onthedot_job_counts WHERE {filter};
+
+-- name: capped_count
+SELECT count(*) FROM (SELECT 1 FROM onthedot_jobs WHERE {filter} LIMIT :cap) AS capped;
+
+-- name: all_rows
+-- The rows a filter matches (what the planner estimates for an estimated count).
+SELECT 1 FROM onthedot_jobs WHERE {filter};
+
 -- name: count_jobs
 SELECT count(*) FROM onthedot_jobs WHERE {filter};
 
