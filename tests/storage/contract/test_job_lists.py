@@ -6,6 +6,7 @@ queue, job name and states, capped and estimated for other filters."""
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 
 from onthedot.domain.jobs import JobCount, JobFilter, JobState, Outcome, OutcomeKind
 from onthedot.storage.interface import Storage
@@ -96,3 +97,36 @@ def test_other_filters_are_counted_up_to_the_cap_then_estimated(storage: Storage
     else:  # PostgreSQL: a text search reads every row: the planner's estimate, said so
         assert searched.n >= 1
         assert str(searched) == f"about {searched.n}"
+
+
+def test_chart_minutes_are_kept_as_jobs_finish(storage: Storage) -> None:
+    """The overview's per-minute counts come from minutes kept as jobs finish: the same as
+    counting the rows, and unchanged when the jobs are pruned afterwards."""
+    for second, kind in ((10, OutcomeKind.SUCCEEDED), (50, OutcomeKind.FAILED), (70, None)):
+        s = storage.at(T0 + timedelta(seconds=second))
+        s.enqueue([new_job("m")])
+        [c] = s.claim_jobs("w", "default", 1, 30)
+        outcome = Outcome(c.id, kind or OutcomeKind.SUCCEEDED, attempt=1)
+        assert s.finish_jobs("w", [outcome]) == 1
+    [queued] = storage.at(T0).enqueue([new_job("m")])
+    assert storage.at(T0 + timedelta(seconds=80)).job_action("cancel", queued) is not None
+    minute = [
+        (T0, "failed", 1),
+        (T0, "succeeded", 1),
+        (T0 + timedelta(minutes=1), "cancelled", 1),
+        (T0 + timedelta(minutes=1), "succeeded", 1),
+    ]
+    assert sorted(storage.job_counts(since=T0, bucket_seconds=60)) == minute
+    assert sorted(storage.job_counts(since=T0, bucket_seconds=120)) == [
+        (T0, "cancelled", 1),
+        (T0, "failed", 1),
+        (T0, "succeeded", 2),
+    ]
+    # The minutes that begin at or after `since`.
+    later = storage.job_counts(since=T0 + timedelta(seconds=1), bucket_seconds=60)
+    assert sorted(later) == [(t, s, n) for t, s, n in minute if t > T0]
+    # Pruned, the jobs are gone; what finished in those minutes is still said.
+    assert storage.prune_jobs(older_than=T0 + timedelta(hours=1), limit=100) == 4
+    assert sorted(storage.job_counts(since=T0, bucket_seconds=60)) == minute
+    # Buckets finer than a minute count the rows (none left).
+    assert storage.job_counts(since=T0, bucket_seconds=30) == []

@@ -463,6 +463,28 @@ FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
 -- name: job_counts
+-- Buckets of whole minutes: from the minutes kept as jobs finish (migration 0009).
+SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s), state, sum(n)
+FROM onthedot_job_minutes
+WHERE minute >= %(since)s  -- the minutes that begin at or after since
+GROUP BY 1, 2
+HAVING sum(n) <> 0
+ORDER BY 1;
+
+-- name: compact_minutes
+-- Fold the minute rows into one per (minute, state), as compact_counts does.
+WITH d AS (
+    DELETE FROM onthedot_job_minutes
+    WHERE (SELECT pg_try_advisory_xact_lock('onthedot_job_minutes'::regclass::oid::bigint))
+    RETURNING minute, state, n
+)
+INSERT INTO onthedot_job_minutes (minute, state, n)
+SELECT minute, state, sum(n) FROM d GROUP BY minute, state HAVING sum(n) <> 0;
+
+-- name: prune_minutes
+DELETE FROM onthedot_job_minutes WHERE minute < %(before)s;
+
+-- name: job_counts_rows
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),
        state, count(*)
 FROM onthedot_jobs

@@ -254,6 +254,8 @@ class ReadVerbs(SqlBase):
         if bucket_seconds < 1:
             raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
         params = {"since": self.d.instant(since), "bucket": bucket_seconds}
+        # Whole minutes come from the minutes kept as jobs finish; finer buckets count rows.
+        kept = bucket_seconds % 60 == 0
         with self._read() as conn:
-            rows = self._run(conn, "job_counts", params).fetchall()
+            rows = self._run(conn, "job_counts" if kept else "job_counts_rows", params).fetchall()
         return [(self.d.dt(r[0]).astimezone(UTC), r[1], int(r[2])) for r in rows]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from onthedot.domain.jobs import iso
 from onthedot.domain.rescue import WORKER_LOST, Lease, decide_rescue
@@ -120,6 +120,9 @@ class WorkerVerbs(SqlBase):
             counts["workers"] = self._run(
                 conn, "prune_workers", {"before": self.d.instant(workers_older_than)}
             ).rowcount
+            # The chart's minutes: kept two days (its day and a margin), longer with the jobs.
+            minutes = min(older_than, workers_older_than - timedelta(days=2))
+            self._run(conn, "prune_minutes", {"before": self.d.instant(minutes)})
         if audit_older_than is not None:
             audit_before = {"before": self.d.instant(audit_older_than), "limit": PRUNE_BATCH}
             counts["audit"] = self._batches("prune_audit", audit_before)

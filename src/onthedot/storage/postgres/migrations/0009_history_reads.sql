@@ -15,3 +15,74 @@ CREATE INDEX onthedot_jobs_done ON onthedot_jobs (name, state, finished_at) INCL
 -- and/or states, newest first, one id-ordered range per (queue, state) merged by id
 -- (storage/sql/reads.py). Over every row: a claim and a finish each add an entry.
 CREATE INDEX onthedot_jobs_list ON onthedot_jobs (queue, state, id);
+
+-- onthedot_job_minutes: jobs finished per (minute, final state), kept as they finish by the
+-- counting trigger of migration 0004 (replaced below), so the overview's per-minute chart
+-- reads at most 1,440 minutes x 3 states instead of counting a day of finished jobs (0.43-0.56
+-- s at 10M finished jobs). A minute keeps its count when its jobs are pruned or retried: the
+-- chart says what finished then. Append-only like onthedot_job_counts (one row per finishing
+-- statement and minute), folded by the same compaction; minutes older than two days and the
+-- retention are pruned.
+CREATE TABLE onthedot_job_minutes (
+    minute timestamptz NOT NULL,
+    state  text NOT NULL,
+    n      bigint NOT NULL
+) WITH (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE INDEX onthedot_job_minutes_minute ON onthedot_job_minutes (minute);
+
+CREATE OR REPLACE FUNCTION onthedot_count_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO onthedot_job_counts (queue, name, state, priority, n)
+        SELECT queue, name, state, priority, count(*) FROM onthedot_new_rows
+        GROUP BY queue, name, state, priority;
+        INSERT INTO onthedot_job_minutes (minute, state, n)
+        SELECT to_timestamp(floor(extract(epoch FROM finished_at) / 60) * 60), state, count(*)
+        FROM onthedot_new_rows
+        WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at IS NOT NULL
+        GROUP BY 1, 2;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO onthedot_job_counts (queue, name, state, priority, n)
+        SELECT queue, name, state, priority, -count(*) FROM onthedot_old_rows
+        GROUP BY queue, name, state, priority;
+    ELSE
+        -- Most updates (leases, heartbeats) change no group: they add nothing.
+        INSERT INTO onthedot_job_counts (queue, name, state, priority, n)
+        SELECT queue, name, state, priority, sum(d)
+        FROM (SELECT queue, name, state, priority, 1 AS d FROM onthedot_new_rows
+              UNION ALL
+              SELECT queue, name, state, priority, -1 FROM onthedot_old_rows) AS c
+        GROUP BY queue, name, state, priority
+        HAVING sum(d) <> 0;
+        -- Jobs that finished in this statement (a finish, a cancel): their minute.
+        IF EXISTS (SELECT 1 FROM onthedot_new_rows
+                   WHERE state IN ('succeeded', 'failed', 'cancelled')) THEN
+            INSERT INTO onthedot_job_minutes (minute, state, n)
+            SELECT to_timestamp(floor(extract(epoch FROM n.finished_at) / 60) * 60), n.state,
+                   count(*)
+            FROM onthedot_new_rows n JOIN onthedot_old_rows o ON o.id = n.id
+            WHERE n.state IN ('succeeded', 'failed', 'cancelled')
+              AND o.state NOT IN ('succeeded', 'failed', 'cancelled')
+              AND n.finished_at IS NOT NULL
+            GROUP BY 1, 2;
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION onthedot_count_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM onthedot_job_counts;
+    DELETE FROM onthedot_job_minutes;
+    RETURN NULL;
+END
+$$;
+
+-- The last day, counted once (on onthedot_jobs_finished): what the chart shows at once.
+INSERT INTO onthedot_job_minutes (minute, state, n)
+SELECT to_timestamp(floor(extract(epoch FROM finished_at) / 60) * 60), state, count(*)
+FROM onthedot_jobs
+WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= now() - interval '1 day'
+GROUP BY 1, 2;
