@@ -14,9 +14,7 @@ from onthedot import App, ManualClock
 from onthedot.domain.durations import SpecError
 from onthedot.domain.jobs import NewJob, Outcome, OutcomeKind
 from onthedot.domain.retention import Retention
-from onthedot.observability.events import EventBus
-from onthedot.worker.maintenance import DatabaseBackoff, Keeper
-from onthedot.worker.state import Flags, Pipeline, RunningJobs
+from tests.worker.keepers import keeper as make_keeper
 
 T0 = ManualClock().now()
 HOUR = timedelta(hours=1)
@@ -107,20 +105,12 @@ def test_app_prune_keeps_each_job_until_its_retention_ends(policy_app: App) -> N
 
 def test_the_workers_keeper_prunes_by_the_same_policy(policy_app: App) -> None:
     jobs = _load(policy_app)
-    flags, events = Flags(), EventBus()
-    keeper = Keeper(
+    keeper = make_keeper(
+        policy_app.storage,
         worker_id="w1",
-        storage=policy_app.storage,
-        clock=ManualClock(T0 + timedelta(days=100)),
-        events=events,
         lease=30.0,
+        clock=ManualClock(T0 + timedelta(days=100)),
         retention=policy_app.retention_policy(),
-        pipeline=Pipeline(max_inflight=1),
-        running=RunningJobs(),
-        flags=flags,
-        backoff=DatabaseBackoff(events, flags),
-        enforce_timeouts=lambda now: None,
-        refresh_paused=lambda now: None,
         prune_step=1,
     )
     turns = 1
