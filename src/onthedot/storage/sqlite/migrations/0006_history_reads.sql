@@ -15,6 +15,8 @@ CREATE TABLE onthedot_job_minutes (
     n      INTEGER NOT NULL,
     PRIMARY KEY (minute, state)
 ) WITHOUT ROWID;
+-- The same index as PostgreSQL's (which has no primary key on the append-only table).
+CREATE INDEX onthedot_job_minutes_minute ON onthedot_job_minutes (minute);
 
 CREATE TRIGGER onthedot_jobs_minute_insert AFTER INSERT ON onthedot_jobs
 WHEN NEW.state IN ('succeeded', 'failed', 'cancelled') AND NEW.finished_at IS NOT NULL
