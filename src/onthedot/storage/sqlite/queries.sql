@@ -409,20 +409,19 @@ SELECT name FROM onthedot_queues WHERE paused;
 SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
--- Buckets of whole minutes: from the minutes kept as jobs finish (migration 0006).
-SELECT CAST(minute / :bucket AS INTEGER) * :bucket, state, sum(n)
-FROM onthedot_job_minutes
-WHERE minute >= :since  -- the minutes that begin at or after since
-GROUP BY 1, 2
-HAVING sum(n) <> 0
-ORDER BY 1;
-
 -- name: compact_minutes
 DELETE FROM onthedot_job_minutes WHERE n = 0;
 
 -- name: prune_minutes
 DELETE FROM onthedot_job_minutes WHERE minute < :before;
+
+-- name: job_counts
+-- SQLite counts the rows (onthedot_job_minutes stays empty: migration 0006).
+SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
+FROM onthedot_jobs
+WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
+GROUP BY 1, 2
+ORDER BY 1;
 
 -- name: job_counts_rows
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
