@@ -308,8 +308,9 @@ class Storage(HealthStorage, Protocol):
         before `audit_older_than` (None: keep them all); counts per table. Batched as below."""
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        """Delete at most `limit` jobs finished before `older_than`, oldest first, in one
-        transaction; how many (fewer than `limit`: none left)."""
+        """Delete at most `limit` jobs finished before `older_than`, whatever their retention:
+        each (job name, final state)'s oldest first, one transaction per (name, state); how
+        many (fewer than `limit`: none left)."""
 
     def finished_groups(self) -> list[tuple[str, str]]:
         """The (job name, final state) pairs that have finished jobs, from the job counts."""

@@ -207,15 +207,6 @@ FROM unnest(%(id)s::bigint[], %(state)s::text[], %(lost)s::integer[], %(solo)s::
 WHERE j.id = v.id AND j.state = 'running'
 RETURNING j.id, j.name, j.attempts, j.state = 'queued', j.queue;
 
--- name: prune_jobs
--- One bounded batch, oldest first along onthedot_jobs_finished: a short transaction (no long
--- snapshot holding back vacuum), and a pass stopped half-way has removed the oldest rows.
-DELETE FROM onthedot_jobs
-WHERE id IN (SELECT id FROM onthedot_jobs
-             WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < %(before)s
-             ORDER BY finished_at
-             LIMIT %(limit)s);
-
 -- name: finished_groups
 -- The (job name, final state) pairs that have jobs, from the counts kept with the jobs.
 SELECT name, state FROM onthedot_job_counts
@@ -485,12 +476,18 @@ SELECT minute, state, sum(n) FROM d GROUP BY minute, state HAVING sum(n) <> 0;
 DELETE FROM onthedot_job_minutes WHERE minute < %(before)s;
 
 -- name: job_counts_rows
+-- Buckets counted from the rows: one range of onthedot_jobs_done per (job name, final state)
+-- (the finished_range parts, joined by UNION ALL, stand in the FROM).
 SELECT to_timestamp(floor(extract(epoch FROM finished_at) / %(bucket)s) * %(bucket)s),
        state, count(*)
-FROM onthedot_jobs
-WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= %(since)s
+FROM ({rows}) AS f
 GROUP BY 1, 2
 ORDER BY 1;
+
+-- name: finished_range
+SELECT finished_at, state FROM onthedot_jobs
+WHERE name = %(name)s AND state = %(state)s AND finished_at >= %(since)s
+  AND state IN ('succeeded', 'failed', 'cancelled')
 
 -- name: schema_version
 SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from onthedot.domain.errors import InvalidJobState, JobNotFound
 from onthedot.domain.jobs import Job, JobCount, JobFilter, JobState, QueueStats
@@ -254,8 +255,28 @@ class ReadVerbs(SqlBase):
         if bucket_seconds < 1:
             raise ValueError(f"bucket_seconds must be a positive int, got {bucket_seconds!r}")
         params = {"since": self.d.instant(since), "bucket": bucket_seconds}
-        # Whole minutes come from the minutes kept as jobs finish; finer buckets count rows.
-        kept = bucket_seconds % 60 == 0
         with self._read() as conn:
-            rows = self._run(conn, "job_counts" if kept else "job_counts_rows", params).fetchall()
+            # Whole minutes come from the minutes kept as jobs finish (PostgreSQL); finer
+            # buckets, and SQLite, count the rows.
+            if bucket_seconds % 60 == 0 and "job_counts" in self.d.q:
+                rows = self._run(conn, "job_counts", params).fetchall()
+            else:
+                rows = self._counted(conn, params)
         return [(self.d.dt(r[0]).astimezone(UTC), r[1], int(r[2])) for r in rows]
+
+    def _counted(self, conn: Conn, params: dict[str, object]) -> list[Any]:
+        """job_counts from the rows: one range of onthedot_jobs_done per (job name, final
+        state) that has jobs (from the kept counts), merged and bucketed."""
+        p = self.d.param
+        groups = self._run(conn, "finished_groups", {}).fetchall()
+        if not groups:
+            return []
+        parts = []
+        for i, (name, state) in enumerate(groups):
+            part = self.d.q["finished_range"].replace(
+                f"name = {p('name')}", f"name = {p(f'n_{i}')}"
+            )
+            parts.append(part.replace(f"state = {p('state')}", f"state = {p(f's_{i}')}", 1))
+            params[f"n_{i}"], params[f"s_{i}"] = name, state
+        sql = self.d.q["job_counts_rows"].replace("{rows}", " UNION ALL ".join(parts))
+        return list(self.d.run(conn, sql, params).fetchall())

@@ -142,9 +142,13 @@ class WorkerVerbs(SqlBase):
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
         _check_limit(limit)
-        params = {"before": self.d.instant(older_than), "limit": limit}
-        with self._write() as conn:
-            return int(self._run(conn, "prune_jobs", params).rowcount)
+        total = 0
+        for name, state in self.finished_groups():
+            rule = PruneRule(name, state, older_than)
+            total += self.prune_finished(rule, limit=limit - total)
+            if total >= limit:
+                break
+        return total
 
     def finished_groups(self) -> list[tuple[str, str]]:
         with self._read() as conn:

@@ -175,13 +175,6 @@ SET state = :state,
 WHERE id = :id AND state = 'running' AND lease_until < :now
 RETURNING id, name, attempts, state = 'queued', queue;
 
--- name: prune_jobs
-DELETE FROM onthedot_jobs
-WHERE id IN (SELECT id FROM onthedot_jobs
-             WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < :before
-             ORDER BY finished_at
-             LIMIT :limit);
-
 -- name: finished_groups
 -- The (job name, final state) pairs that have jobs, from the counts kept with the jobs.
 SELECT name, state FROM onthedot_job_counts
@@ -415,20 +408,18 @@ DELETE FROM onthedot_job_minutes WHERE n = 0;
 -- name: prune_minutes
 DELETE FROM onthedot_job_minutes WHERE minute < :before;
 
--- name: job_counts
--- SQLite counts the rows (onthedot_job_minutes stays empty: migration 0006).
+-- name: job_counts_rows
+-- Buckets counted from the rows: one range of onthedot_jobs_done per (job name, final state)
+-- (the finished_range parts, joined by UNION ALL, stand in the FROM).
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
-FROM onthedot_jobs
-WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
+FROM ({rows}) AS f
 GROUP BY 1, 2
 ORDER BY 1;
 
--- name: job_counts_rows
-SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
-FROM onthedot_jobs
-WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
-GROUP BY 1, 2
-ORDER BY 1;
+-- name: finished_range
+SELECT finished_at, state FROM onthedot_jobs
+WHERE name = :name AND state = :state AND finished_at >= :since
+  AND state IN ('succeeded', 'failed', 'cancelled')
 
 -- name: schema_version
 SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;
