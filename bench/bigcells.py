@@ -46,7 +46,7 @@ def reads(p: dict[str, Any]) -> dict[str, Any]:
         "count_jobs(failed)": lambda: count(failed),
         "count_jobs(queue=default)": lambda: count(JobFilter(queue="default")),
         "count_jobs(search=boom)": lambda: count(JobFilter(search="boom")),
-        "job_counts(last 24 h, by minute)": lambda: st.job_counts(
+        "finished_counts(last 24 h, by minute)": lambda: st.finished_counts(
             since=now - timedelta(days=1), bucket_seconds=60
         ),
     }

@@ -19,15 +19,16 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobCount, JobFilter, JobState, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, NewJob, QueueStats
 from onthedot.domain.retention import Retention
 from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
+from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
-from onthedot.pruning import Prunable, PrunePass, preview
+from onthedot.operations import Operations
+from onthedot.pruning import Prunable
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -105,6 +106,16 @@ class App:
             storage, clock, self.events, self.wakeups, self.instrumentation, lambda: self.database
         )
         self.jobs = JobRegistry(self._enqueuer)
+        # What the clients (web admin, CLI, integrations) read and do: never the storage.
+        self.operations = Operations(
+            storage,
+            self._database.raw_storage,
+            clock,
+            self.events,
+            lease=lambda: self.lease,
+            registered=lambda name: name in self.jobs,
+            backoff_of=lambda name: self.resolve(name).backoff,
+        )
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
         # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
@@ -264,10 +275,10 @@ class App:
         """Insert built jobs (see `JobFunction.build`); return their ids in order."""
         return self._enqueuer.enqueue(jobs, connection=connection)
 
-    # -- reading and operating on jobs --------------------------------------------------------
+    # -- reading and operating on jobs (through app.operations) ----------------------------
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id as it is now (its state, result, error), or None."""
-        return self.storage.get_job(job_id)
+        return self.operations.get_job(job_id)
 
     def wait_for(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
         """Block until job `job_id` is finished (succeeded, failed or cancelled) and return it;
@@ -308,27 +319,27 @@ class App:
             pause = min(pause * 2, 0.25)
 
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
-        return self.storage.list_jobs(flt or JobFilter(**filters))
+        return self.operations.list_jobs(flt or JobFilter(**filters))
 
     def count_jobs(self, flt: JobFilter | None = None, **filters: Any) -> JobCount:
         """How many jobs match, read so that it does not grow with history: exact for a
         queue, job name and states; estimated beyond 10,000 for other filters on PostgreSQL
         (`JobCount.exact` False, shown "about N")."""
-        return self.storage.tally_jobs(flt or JobFilter(**filters))
+        return self.operations.tally_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
-        job = self.storage.job_action("retry", job_id)
+        job = self.operations.act(JobAction.RETRY, job_id)
         assert job is not None
         return job
 
     def cancel_job(self, job_id: int) -> Job:
-        job = self.storage.job_action("cancel", job_id)
+        job = self.operations.act(JobAction.CANCEL, job_id)
         assert job is not None
         return job
 
     def delete_job(self, job_id: int) -> bool:
         try:
-            self.storage.job_action("delete", job_id)
+            self.operations.act(JobAction.DELETE, job_id)
         except JobNotFound:
             return False
         return True
@@ -340,46 +351,20 @@ class App:
     def prune(self, *, dry_run: bool = False, step: int = 5000) -> list[Prunable]:
         """Delete the finished jobs past their retention now, `step` rows per transaction (as
         the workers do every 5 minutes); with `dry_run`, only count them. Per (job, state)."""
-        storage = self.raw_storage()
-        now = self.clock.fixed_now() or storage.db_now()
-        if dry_run:
-            return preview(storage, self.retention_policy(), now)
-        run = PrunePass(storage, self.retention_policy(), now)
-        while run.step(step):
-            pass
-        return run.done()
+        return self.operations.prune(self.retention_policy(), dry_run=dry_run, step=step)
 
     def queue_stats(self) -> list[QueueStats]:
-        return self.storage.queue_stats()
+        return self.operations.queue_stats()
 
     def unserved_jobs(self) -> list[Unserved | UnservedQueue]:
         """Queued jobs of names that no live worker (heartbeat younger than the lease) knows,
         and ready jobs in queues that no live worker serves."""
-        workers = self.storage.list_workers()
-        live = [w for w in workers if w.heartbeat_age <= self.lease and not w.stopping]
-        stats = self.storage.queue_stats()
-        by_queue = unserved_queues(
-            {s.queue: s.ready for s in stats},
-            {s.queue for s in stats if s.paused},
-            [w.queues for w in live],
-        )
-        return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
+        return self.operations.unserved_jobs()
 
     def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
         """Ready jobs in `queues` (unpaused) whose names this app does not register: its
         workers never claim them (a burst names them as it ends)."""
-        storage = self.storage
-        strangers = [n for n, c in storage.queued_by_name().items() if c and n not in self.jobs]
-        found = []
-        for s in storage.queue_stats() if strangers else ():
-            if s.queue in queues and s.ready and not s.paused:
-                counts = (
-                    (n, JobFilter(state=JobState.QUEUED, queue=s.queue, name=n)) for n in strangers
-                )
-                names = tuple((n, c) for n, flt in counts if (c := storage.count_jobs(flt)))
-                if names:
-                    found.append(UnknownHere(s.queue, names))
-        return found
+        return self.operations.unknown_ready(queues)
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(

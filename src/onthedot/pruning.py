@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from onthedot.domain.retention import PruneRule, Retention
-from onthedot.storage.interface import Storage
+
+if TYPE_CHECKING:
+    from onthedot.storage.interface import Storage
 
 
 @dataclass(frozen=True, slots=True)

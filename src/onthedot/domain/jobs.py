@@ -25,6 +25,36 @@ class JobState(StrEnum):
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
+class JobAction(StrEnum):
+    """An operator's action on a job (one job, or every job a filter matches)."""
+
+    RETRY = "retry"  # a failed or cancelled job, queued again now with fresh attempts
+    CANCEL = "cancel"  # a queued job cancelled, a running one asked to stop
+    DELETE = "delete"  # a job that is not running, removed
+
+    @property
+    def done(self) -> str:
+        """What happened to the jobs, as a message says it."""
+        return _DONE[self]
+
+    @property
+    def eligible(self) -> str:
+        """Which jobs the action applies to."""
+        return _ELIGIBLE[self]
+
+
+_DONE = {
+    JobAction.RETRY: "queued again",
+    JobAction.CANCEL: "cancelled",
+    JobAction.DELETE: "deleted",
+}
+_ELIGIBLE = {
+    JobAction.RETRY: "failed or cancelled",
+    JobAction.CANCEL: "queued",
+    JobAction.DELETE: "not running",
+}
+
+
 @dataclass(slots=True)
 class NewJob:
     """A job about to be enqueued. `args`/`kwargs` are already validated JSON values.

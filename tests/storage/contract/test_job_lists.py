@@ -116,19 +116,19 @@ def test_chart_minutes_are_kept_as_jobs_finish(storage: Storage) -> None:
         (T0 + timedelta(minutes=1), "cancelled", 1),
         (T0 + timedelta(minutes=1), "succeeded", 1),
     ]
-    assert sorted(storage.job_counts(since=T0, bucket_seconds=60)) == minute
-    assert sorted(storage.job_counts(since=T0, bucket_seconds=120)) == [
+    assert sorted(storage.finished_counts(since=T0, bucket_seconds=60)) == minute
+    assert sorted(storage.finished_counts(since=T0, bucket_seconds=120)) == [
         (T0, "cancelled", 1),
         (T0, "failed", 1),
         (T0, "succeeded", 2),
     ]
     # PostgreSQL: the minutes that begin at or after `since`; SQLite: the jobs finished since.
     kept = "postgres" in type(storage).__module__
-    later = storage.job_counts(since=T0 + timedelta(seconds=1), bucket_seconds=60)
+    later = storage.finished_counts(since=T0 + timedelta(seconds=1), bucket_seconds=60)
     assert sorted(later) == ([(t, s, n) for t, s, n in minute if t > T0] if kept else minute)
     # Pruned, the jobs are gone; on PostgreSQL what finished in those minutes is still said
     # (kept minutes); SQLite counts the rows (migration 0006 keeps no minutes there).
     assert storage.prune_jobs(older_than=T0 + timedelta(hours=1), limit=100) == 4
-    assert sorted(storage.job_counts(since=T0, bucket_seconds=60)) == (minute if kept else [])
+    assert sorted(storage.finished_counts(since=T0, bucket_seconds=60)) == (minute if kept else [])
     # Buckets finer than a minute count the rows (none left).
-    assert storage.job_counts(since=T0, bucket_seconds=30) == []
+    assert storage.finished_counts(since=T0, bucket_seconds=30) == []

@@ -45,10 +45,14 @@ FROM STDIN;
 -- text, decoded by the caller (json.loads on a str costs a fraction of the jsonb loader);
 -- run_at as epoch seconds, for the claim order only (cheaper than a datetime);
 -- max_attempts + lost (an execution lost uncharged, domain.rescue, extends the allowance).
+-- A paused queue is checked here, in the claim's own statement (a limit of 0 claims nothing):
+-- a pause holds every claim that starts after `queues pause` returns.
 SELECT * FROM onthedot_claim_jobs(
     %(worker_id)s::text, %(now)s::timestamptz, %(lease)s::float8, %(charge)s::boolean,
     %(queue)s::text, %(shared)s::boolean, %(any_name)s::boolean, %(names)s::text[],
-    %(limit)s::integer);
+    CASE WHEN EXISTS (SELECT 1 FROM onthedot_queues
+                      WHERE name = %(queue)s::text AND paused) THEN 0
+         ELSE %(limit)s::integer END);
 
 -- name: claim_alone
 -- One job lost beside others (solo), for a worker that holds nothing else: its attempt counts.
@@ -62,6 +66,7 @@ WHERE j.id IN (
     WHERE q.state = 'queued' AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
       AND q.solo
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = %(queue)s AND p.paused)
       AND (%(any_name)s OR q.name = ANY(%(names)s::text[]))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
@@ -453,7 +458,7 @@ SELECT name, sum(n)::bigint, count(*) - count(DISTINCT (queue, priority))
 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
+-- name: finished_counts
 -- Buckets of whole minutes: from the minutes kept as jobs finish (migration 0009).
 SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s), state, sum(n)
 FROM onthedot_job_minutes

@@ -8,12 +8,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from onthedot.domain.errors import InvalidJobState, JobNotFound
-from onthedot.domain.jobs import Job, JobCount, JobFilter, JobState, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, JobState, QueueStats
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
 from onthedot.storage.sql.dialect import Conn
 
-_BULK = {"retry": "bulk_retry", "cancel": "bulk_cancel", "delete": "bulk_delete"}
+_BULK = {
+    JobAction.RETRY: "bulk_retry",
+    JobAction.CANCEL: "bulk_cancel",
+    JobAction.DELETE: "bulk_delete",
+}
 SCAN_LIMIT = 10  # a search is counted exactly in tables up to this many times the cap
 LIST_PAIRS = 64  # (queue, state) ranges a page merges at most; beyond, the id order is walked
 _ID_MIN, _ID_MAX = -(2**63), 2**63 - 1  # what a job id column holds on both databases
@@ -170,12 +174,12 @@ class ReadVerbs(SqlBase):
         assert job is not None
         return job
 
-    def job_action(self, action: str, job_id: int) -> Job | None:
-        if action == "retry":
+    def job_action(self, action: JobAction, job_id: int) -> Job | None:
+        if action == JobAction.RETRY:
             return self._retry(job_id)
-        if action == "cancel":
+        if action == JobAction.CANCEL:
             return self._cancel(job_id)
-        if action == "delete":
+        if action == JobAction.DELETE:
             self._delete(job_id)
             return None
         raise ValueError(f"unknown job action {action!r}: use retry, cancel or delete")
@@ -224,7 +228,7 @@ class ReadVerbs(SqlBase):
             self._job_state(conn, job_id)  # JobNotFound when there is no such job
         raise InvalidJobState(f"job {job_id} is running: cancel it first, then delete it")
 
-    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
+    def bulk_job_action(self, action: JobAction, flt: JobFilter) -> int:
         if action not in _BULK:
             raise ValueError(f"unknown bulk action {action!r}: use retry, cancel or delete")
         sql, params = self._filtered(_BULK[action], flt, keyset=False)
@@ -247,7 +251,7 @@ class ReadVerbs(SqlBase):
         self._compact_beyond(sum(int(r[2]) for r in rows))
         return {r[0]: int(r[1]) for r in rows if r[1]}
 
-    def job_counts(
+    def finished_counts(
         self, *, since: datetime, bucket_seconds: int = 3600
     ) -> list[tuple[datetime, str, int]]:
         if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, int):
@@ -258,8 +262,8 @@ class ReadVerbs(SqlBase):
         with self._read() as conn:
             # Whole minutes come from the minutes kept as jobs finish (PostgreSQL); finer
             # buckets, and SQLite, count the rows.
-            if bucket_seconds % 60 == 0 and "job_counts" in self.d.q:
-                rows = self._run(conn, "job_counts", params).fetchall()
+            if bucket_seconds % 60 == 0 and "finished_counts" in self.d.q:
+                rows = self._run(conn, "finished_counts", params).fetchall()
             else:
                 rows = self._counted(conn, params)
         return [(self.d.dt(r[0]).astimezone(UTC), r[1], int(r[2])) for r in rows]

@@ -39,6 +39,8 @@ SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_
 WHERE id IN (
     SELECT q.id FROM prio CROSS JOIN onthedot_jobs q
     WHERE prio.priority IS NOT NULL
+      -- A paused queue is checked in the claim itself (see PostgreSQL's claim_jobs).
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND q.state = 'queued' AND q.queue = :queue AND q.priority = prio.priority
       AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
@@ -62,6 +64,7 @@ WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
       AND q.solo = 1
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
