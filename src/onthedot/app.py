@@ -19,13 +19,16 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobAction, JobFilter, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, NewJob, QueueStats
+from onthedot.domain.retention import Retention
+from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
 from onthedot.operations import Operations
+from onthedot.pruning import Prunable
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -60,7 +63,7 @@ class App:
         *,
         clock: Clock | None = None,
         lease: float = 30.0,
-        retention: str | timedelta = "7d",
+        retention: RetentionSpec = "7d",
         audit_retention: str | timedelta | None = "90d",
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
@@ -80,7 +83,10 @@ class App:
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
-        self.retention = parse_duration(retention, what="retention")
+        # How long finished jobs are kept, per final state (docs/retention.md); `retention`
+        # is the longest of them, for what is kept as long as any job (slot history).
+        self.job_retention = Retention.parse(retention)
+        self.retention = self.job_retention.longest()
         self.audit_retention = (
             None
             if audit_retention is None
@@ -209,6 +215,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
@@ -224,6 +231,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
@@ -231,7 +239,8 @@ class App:
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
-        can be their target."""
+        can be their target. `keep="1h"` (or `{"failed": "30d"}`) keeps its finished jobs that
+        long instead of the app's retention."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -243,6 +252,7 @@ class App:
                 backoff=backoff,
                 timeout=timeout,
                 runtime=runtime,
+                keep=keep,
             )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)
@@ -311,6 +321,12 @@ class App:
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
         return self.operations.list_jobs(flt or JobFilter(**filters))
 
+    def count_jobs(self, flt: JobFilter | None = None, **filters: Any) -> JobCount:
+        """How many jobs match, read so that it does not grow with history: exact for a
+        queue, job name and states; estimated beyond 10,000 for other filters on PostgreSQL
+        (`JobCount.exact` False, shown "about N")."""
+        return self.operations.tally_jobs(flt or JobFilter(**filters))
+
     def retry_job(self, job_id: int) -> Job:
         job = self.operations.act(JobAction.RETRY, job_id)
         assert job is not None
@@ -327,6 +343,15 @@ class App:
         except JobNotFound:
             return False
         return True
+
+    def retention_policy(self) -> Retention:
+        """The app's retention with the `keep=` of its registered jobs."""
+        return self.job_retention.with_jobs({n: jf.keep for n, jf in self.jobs.items()})
+
+    def prune(self, *, dry_run: bool = False, step: int = 5000) -> list[Prunable]:
+        """Delete the finished jobs past their retention now, `step` rows per transaction (as
+        the workers do every 5 minutes); with `dry_run`, only count them. Per (job, state)."""
+        return self.operations.prune(self.retention_policy(), dry_run=dry_run, step=step)
 
     def queue_stats(self) -> list[QueueStats]:
         return self.operations.queue_stats()
@@ -399,7 +424,7 @@ class App:
             resolve=self.resolve,
             check_schema=self.check_schema,
             lease=self.lease,
-            retention=self.retention,
+            retention=self.retention_policy(),
             audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,
