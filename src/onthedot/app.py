@@ -19,7 +19,9 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobAction, JobFilter, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, NewJob, QueueStats
+from onthedot.domain.retention import Retention
+from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
@@ -27,6 +29,7 @@ from onthedot.limits import Limits
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
 from onthedot.operations import Operations
+from onthedot.pruning import Prunable
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -61,7 +64,7 @@ class App:
         *,
         clock: Clock | None = None,
         lease: float = 30.0,
-        retention: str | timedelta = "7d",
+        retention: RetentionSpec = "7d",
         audit_retention: str | timedelta | None = "90d",
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
@@ -81,7 +84,10 @@ class App:
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
-        self.retention = parse_duration(retention, what="retention")
+        # How long finished jobs are kept, per final state (docs/retention.md); `retention`
+        # is the longest of them, for what is kept as long as any job (slot history).
+        self.job_retention = Retention.parse(retention)
+        self.retention = self.job_retention.longest()
         self.audit_retention = (
             None
             if audit_retention is None
@@ -212,6 +218,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         concurrency: int | None = None,
         rate: str | None = None,
@@ -232,6 +239,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         concurrency: int | None = None,
         rate: str | None = None,
@@ -244,10 +252,11 @@ class App:
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
-        can be their target. `concurrency=`, `rate=` ("10/s", "100/m", "5/h"), `burst=` and
-        `key=` (an argument name or a callable over the arguments) put it under its own limit,
-        `limits=[...]` under named ones (`app.limit`); see docs/limits.md. With `schedule=`
-        and no limit, `key=` is the schedule's key."""
+        can be their target. `keep="1h"` (or `{"failed": "30d"}`) keeps its finished jobs that
+        long instead of the app's retention. `concurrency=`, `rate=` ("10/s", "100/m", "5/h"),
+        `burst=` and `key=` (an argument name or a callable over the arguments) put it under
+        its own limit, `limits=[...]` under named ones (`app.limit`); see docs/limits.md. With
+        `schedule=` and no limit, `key=` is the schedule's key."""
         limited = concurrency is not None or rate is not None or burst is not None
         limit_key = key
         if key is not None and not limited and schedule is not None:
@@ -263,6 +272,7 @@ class App:
                 backoff=backoff,
                 timeout=timeout,
                 runtime=runtime,
+                keep=keep,
             )
             if limited or limit_key is not None or limits:
                 jf.limit_specs = self.limits.specs_for(
@@ -355,6 +365,12 @@ class App:
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
         return self.operations.list_jobs(flt or JobFilter(**filters))
 
+    def count_jobs(self, flt: JobFilter | None = None, **filters: Any) -> JobCount:
+        """How many jobs match, read so that it does not grow with history: exact for a
+        queue, job name and states; estimated beyond 10,000 for other filters on PostgreSQL
+        (`JobCount.exact` False, shown "about N")."""
+        return self.operations.tally_jobs(flt or JobFilter(**filters))
+
     def retry_job(self, job_id: int) -> Job:
         job = self.operations.act(JobAction.RETRY, job_id)
         assert job is not None
@@ -371,6 +387,15 @@ class App:
         except JobNotFound:
             return False
         return True
+
+    def retention_policy(self) -> Retention:
+        """The app's retention with the `keep=` of its registered jobs."""
+        return self.job_retention.with_jobs({n: jf.keep for n, jf in self.jobs.items()})
+
+    def prune(self, *, dry_run: bool = False, step: int = 5000) -> list[Prunable]:
+        """Delete the finished jobs past their retention now, `step` rows per transaction (as
+        the workers do every 5 minutes); with `dry_run`, only count them. Per (job, state)."""
+        return self.operations.prune(self.retention_policy(), dry_run=dry_run, step=step)
 
     def queue_stats(self) -> list[QueueStats]:
         return self.operations.queue_stats()
@@ -448,7 +473,7 @@ class App:
             resolve=self.resolve,
             check_schema=self.check_schema,
             lease=self.lease,
-            retention=self.retention,
+            retention=self.retention_policy(),
             audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,

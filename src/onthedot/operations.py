@@ -10,12 +10,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from onthedot.clock import Clock
-from onthedot.domain.jobs import Job, JobAction, JobFilter, JobState, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, JobState, QueueStats
 from onthedot.domain.ledger import LedgerRow, SlotRecord
+from onthedot.domain.retention import Retention
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
 from onthedot.domain.workers import WorkerRow
 from onthedot.observability.events import EventBus
+from onthedot.pruning import Prunable, PrunePass, preview
 
 if TYPE_CHECKING:
     from onthedot.storage.interface import Storage
@@ -70,6 +72,26 @@ class Operations:
     def count_jobs(self, flt: JobFilter) -> int:
         """How many jobs match the filter (ignoring before_id and limit)."""
         return self._storage().count_jobs(flt)
+
+    def tally_jobs(self, flt: JobFilter) -> JobCount:
+        """How many jobs match, for an operator, read so that it does not grow with history:
+        exact for a queue, job name and states; a text search on a big PostgreSQL table is
+        estimated (`JobCount.exact` False, shown "about N")."""
+        return self._storage().tally_jobs(flt)
+
+    def prune(
+        self, policy: Retention, *, dry_run: bool = False, step: int = 5000
+    ) -> list[Prunable]:
+        """Delete the finished jobs past their retention now, `step` rows per transaction (as
+        the workers do); with `dry_run`, only count them. Per (job name, final state)."""
+        storage = self._raw()
+        now = self._clock.fixed_now() or storage.db_now()
+        if dry_run:
+            return preview(storage, policy, now)
+        run = PrunePass(storage, policy, now)
+        while run.step(step):
+            pass
+        return run.done()
 
     def act(self, action: JobAction, job_id: int) -> Job | None:
         """Apply an operator's action to one job; the job afterwards (None once deleted)."""

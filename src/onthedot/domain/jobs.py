@@ -214,6 +214,20 @@ class JobFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class JobCount:
+    """How many jobs match a filter: `exact`, or estimated by the database's statistics (shown
+    as "about N"): counts of a queue, job name and state come exact from the counts kept with
+    the jobs; other filters are counted up to a cap, and estimated beyond it on PostgreSQL."""
+
+    n: int
+    exact: bool = True
+
+    def __str__(self) -> str:
+        text = f"{self.n:,}".replace(",", "\u202f")
+        return text if self.exact else f"about {text}"
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     queue: str
     queued: int

@@ -14,9 +14,19 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol, Self
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobAction, JobFilter, NewJob, Outcome, QueueStats
+from onthedot.domain.jobs import (
+    ClaimedJob,
+    Job,
+    JobAction,
+    JobCount,
+    JobFilter,
+    NewJob,
+    Outcome,
+    QueueStats,
+)
 from onthedot.domain.ledger import AuditEntry, LedgerRow, SlotRecord
 from onthedot.domain.rescue import Lease
+from onthedot.domain.retention import PruneRule
 from onthedot.domain.workers import WorkerInfo, WorkerRow
 from onthedot.storage.records import (
     CallerConnection,
@@ -70,8 +80,20 @@ class Lifecycle(Protocol):
         before `audit_older_than` (None: keep them all); counts per table. Batched as below."""
 
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        """Delete at most `limit` jobs finished before `older_than`, oldest first, in one
-        transaction; how many (fewer than `limit`: none left)."""
+        """Delete at most `limit` jobs finished before `older_than`, whatever their retention:
+        each (job name, final state)'s oldest first, one transaction per (name, state); how
+        many (fewer than `limit`: none left)."""
+
+    def finished_groups(self) -> list[tuple[str, str]]:
+        """The (job name, final state) pairs that have finished jobs, from the job counts."""
+
+    def prune_finished(self, rule: PruneRule, *, limit: int) -> int:
+        """Delete at most `limit` jobs of `rule.name` in `rule.state` finished before
+        `rule.before`, oldest first, in one transaction; how many (fewer than `limit`: none
+        left)."""
+
+    def count_finished(self, rule: PruneRule) -> int:
+        """How many jobs `prune_finished` would delete for this rule, all batches together."""
 
 
 class JobStore(Protocol):
@@ -181,6 +203,11 @@ class AdminReads(Protocol):
 
     def count_jobs(self, flt: JobFilter) -> int:
         """How many jobs match the filter (ignoring before_id and limit)."""
+
+    def tally_jobs(self, flt: JobFilter, *, cap: int = 10_000) -> JobCount:
+        """How many jobs match, for an operator: exact from the counts kept with the jobs when
+        the filter is of queue, job name and states only; otherwise counted up to `cap` and,
+        beyond it, the planner's estimate (PostgreSQL; `exact` False) or counted (SQLite)."""
 
     def queue_stats(self) -> list[QueueStats]:
         """Depth per state for each queue, exact: the depths from the job counts kept with

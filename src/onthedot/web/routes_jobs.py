@@ -38,8 +38,7 @@ def jobs_list(pg: Page) -> Response:
 def jobs_count(pg: Page) -> Response:
     """How many jobs match (loaded after the page, so a slow count never delays it)."""
     query = JobQuery.parse(pg.query)
-    n = pg.app.operations.count_jobs(query.filter(page=False))
-    return HTMLResponse(f"{n:,} matching".replace(",", "\u202f"))
+    return HTMLResponse(f"{pg.app.operations.tally_jobs(query.filter(page=False))} matching")
 
 
 @page
@@ -104,7 +103,7 @@ def jobs_bulk(pg: Page) -> Response:
     act = JobAction(verb)
     query = JobQuery.parse(pg.form)
     if not flag(pg.form.get("confirm")):
-        matching = pg.app.operations.count_jobs(query.filter(page=False))
+        matching = pg.app.operations.tally_jobs(query.filter(page=False))
         return pg.render(
             "bulk_confirm.html",
             verb=verb,

@@ -3,7 +3,7 @@ their load. The claim is one transaction: the home keys with room (least recentl
 first), a few due jobs of each (locked), every limit key of those locked in key order, the
 running jobs counted after the locks, then round-robin picks (domain/limits.Picker), the
 update of the picked jobs and of the keys' token buckets. PostgreSQL gathers in one function
-call (`limit_gather`, migration 0009) and applies in one statement (`limit_apply`); SQLite,
+call (`limit_gather`, migration 0010) and applies in one statement (`limit_apply`); SQLite,
 in-process, runs the same steps as statements inside its write transaction."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class LimitVerbs(SqlBase):
         they sit under, read under the keys' locks; None: nothing to claim."""
         flt = {"any_name": self.d.flag(names is None), "names": self.d.array(list(names or ()))}
         base = {"queue": queue, "now": now, "limit": limit}
-        if "limit_gather" in self.d.q:  # PostgreSQL: one function call (migration 0009)
+        if "limit_gather" in self.d.q:  # PostgreSQL: one function call (migration 0010)
             row = self._one(conn, "limit_gather", {**base, **flt})
             data = None if row is None else row[0]
             if not data:

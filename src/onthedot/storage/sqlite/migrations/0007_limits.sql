@@ -1,4 +1,4 @@
--- onthedot schema, version 6 (SQLite): flow control (docs/limits.md); PostgreSQL's version 9.
+-- onthedot schema, version 7 (SQLite): flow control (docs/limits.md); PostgreSQL's version 10.
 --
 -- A limited job carries its limit keys (`limits`, a JSON array of "NAME|KEY") and the first of
 -- them (`limit_key`, its home key). The ready index holds only unlimited jobs, so the claim of

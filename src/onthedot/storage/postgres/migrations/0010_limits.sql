@@ -1,4 +1,4 @@
--- onthedot schema, version 9 (PostgreSQL): flow control (docs/limits.md); SQLite's version 6.
+-- onthedot schema, version 10 (PostgreSQL): flow control (docs/limits.md); SQLite's version 7.
 --
 -- A limited job carries its limit keys (`limits`, a JSON array of "NAME|KEY") and the first of
 -- them (`limit_key`, its home key). The ready index holds only unlimited jobs, so the claim of
