@@ -36,6 +36,7 @@ class LimitView:
     row: LimitRow
     busiest: list[KeyLoad]
     declared: bool  # declared by this app's code
+    registered: bool = True  # recorded in the database (a worker with it has started)
 
     @property
     def name(self) -> str:
@@ -140,16 +141,23 @@ class Limits:
         return storage.list_limits(), storage.limit_loads()
 
     def overview(self, top: int = 5) -> list[LimitView]:
-        """Each registered limit (declared ones recorded first) with its `top` busiest keys."""
-        self.sync()
+        """Each limit with its `top` busiest keys, by name: those the database holds, and
+        those this app declares that no worker has recorded yet (its code's settings, not
+        registered). Read only: a page or a listing writes nothing."""
         storage = self._storage()
         loads = storage.limit_loads()
         declared = self.declared()
+        rows = {r.effective.name: r for r in storage.list_limits()}
         views = []
-        for row in storage.list_limits():
-            mine = [k for k in loads if split_key(k.lkey)[0] == row.effective.name]
+        for name in sorted(set(rows) | set(declared)):
+            row = rows.get(name)
+            if row is None:
+                s = declared[name]
+                code = LimitSetting(name, s.concurrency, s.rate, s.burst)
+                row = LimitRow(code, code, False)
+            mine = [k for k in loads if split_key(k.lkey)[0] == name]
             mine.sort(key=lambda k: (-k.running, -k.waiting, k.lkey))
-            views.append(LimitView(row, mine[:top], row.effective.name in declared))
+            views.append(LimitView(row, mine[:top], name in declared, name in rows))
         return views
 
     def set(

@@ -44,6 +44,16 @@ def test_override_and_reset_a_limit(app: App, client: TestClient) -> None:
     assert (row.effective.concurrency, row.overridden) == (20, False)
 
 
+def test_a_limit_no_worker_recorded_is_shown_and_the_page_writes_nothing(
+    app: App, client: TestClient
+) -> None:
+    declare(app)
+    page = client.get("/limits").text
+    assert 'title="no worker with it has started yet">not registered</span>' in page
+    assert 'action="/limits/stripe/set"' not in page
+    assert app.storage.list_limits() == []  # a GET records nothing
+
+
 def test_bad_input_and_a_missing_token_are_refused(app: App, client: TestClient) -> None:
     declare(app)
     assert post(client, "/limits/stripe/set", {"rate": "ten"}).status_code == 400

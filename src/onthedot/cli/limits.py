@@ -36,6 +36,7 @@ def view_json(v: LimitView) -> dict[str, object]:
         "burst": e.burst,
         "overridden": v.row.overridden,
         "declared": v.declared,
+        "registered": v.registered,
         "keys": [
             {"key": k.lkey, "running": k.running, "waiting": k.waiting, "tokens": k.tokens}
             for k in v.busiest
@@ -60,7 +61,8 @@ def limits(click_ctx: click.Context, ctx: Context, top: int, as_json: bool) -> N
     if not views:
         click.echo("no limits declared")
     for v in views:
-        click.echo(row_line(v.row))
+        unregistered = "" if v.registered else " (not registered: no worker with it started yet)"
+        click.echo(row_line(v.row) + unregistered)
         for k in v.busiest:
             tokens = "" if k.tokens is None else f", {k.tokens:.1f} tokens"
             click.echo(
