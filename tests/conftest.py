@@ -10,6 +10,7 @@ import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
@@ -35,6 +36,27 @@ CI_REQUIRED_MODULES = (
     "opentelemetry.sdk",
     "playwright",
 )
+
+
+# The fast lane (`python -m pytest -m "not slow" -n auto`, CONTRIBUTING.md) leaves out what is
+# marked `slow`: these folders whole (crash/outage torture with private clusters and real
+# processes, and the real-browser tests), plus the tests marked one by one.
+SLOW_FOLDERS = ("torture", "e2e")
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow folders `slow`, and keep every docs page on one xdist worker: a page is
+    one session whose blocks run in order, and pages serve on the same fixed ports."""
+    grouped = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.is_relative_to(TESTS):
+            parts = path.relative_to(TESTS).parts
+            if parts and parts[0] in SLOW_FOLDERS:
+                item.add_marker(pytest.mark.slow)
+        elif grouped and path.suffix == ".md":
+            item.add_marker(pytest.mark.xdist_group("docs"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

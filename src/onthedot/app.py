@@ -21,7 +21,14 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
 from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
+from onthedot.domain.serving import (
+    UnknownHere,
+    Unserved,
+    UnservedQueue,
+    serving_workers,
+    unserved,
+    unserved_queues,
+)
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
@@ -324,7 +331,7 @@ class App:
         """Queued jobs of names that no live worker (heartbeat younger than the lease) knows,
         and ready jobs in queues that no live worker serves."""
         workers = self.storage.list_workers()
-        live = [w for w in workers if w.heartbeat_age <= self.lease and not w.stopping]
+        live = serving_workers(workers, self.lease)
         stats = self.storage.queue_stats()
         by_queue = unserved_queues(
             {s.queue: s.ready for s in stats},
@@ -401,7 +408,7 @@ class App:
 
         deps = WorkerDeps(
             storage=self.raw_storage(),
-            clock=self.clock,
+            clock=self._clock,  # follows a clock assigned later (app.clock = ManualClock(...))
             events=self.events,
             jobs=self.jobs,
             resolve=self.resolve,

@@ -108,9 +108,7 @@ def test_each_kind_of_wrong_example_fails(tmp_path: Path, block: str, says: str)
 
 
 def test_a_marked_block_is_skipped_and_says_why(tmp_path: Path) -> None:
-    failures = run_page(
-        tmp_path, '<!-- skip: next "needs a moon base" -->\n~~~sh\nexit 1\n~~~\n'
-    )
+    failures = run_page(tmp_path, '<!-- skip: next "needs a moon base" -->\n~~~sh\nexit 1\n~~~\n')
     assert failures == ["skipped"]
 
 

@@ -37,6 +37,8 @@ def readme_project() -> str:
     found = PROJECT_BLOCK.search(README.read_text())
     assert found, "README.md has no `# myproject/tasks.py` block for the docs to use"
     return found.group(1)
+
+
 KEY = "__docs_workspace__"
 
 

@@ -6,12 +6,11 @@ The storage is the real one; its claim and look-up verbs are wrapped to count th
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from onthedot import App, JobState
+from onthedot import App, JobState, ManualClock
 from tests.waiting import wait_for
 from tests.worker.test_worker import running, wait_state
 
@@ -57,7 +56,11 @@ def test_an_idle_worker_looks_once_per_poll_and_claims_nothing(app: App) -> None
 def test_an_announced_job_is_claimed_without_a_solo_look_first(app: App) -> None:
     """The look for solo jobs (once a second at most) belongs to the idle worker's quiet
     moments: a job announced after a second of idleness is claimed at once. Before, that claim
-    first made the solo look, one more statement on the path of every job of a quiet queue."""
+    first made the solo look, one more statement on the path of every job of a quiet queue.
+
+    The worker's second passes on the app's clock: a ManualClock the test moves."""
+    clock = ManualClock()
+    app.clock = clock  # reaches the worker built below (and its storage verbs)
 
     @app.job(name="idle.announced")
     def announced(x: int) -> int:
@@ -68,11 +71,11 @@ def test_an_announced_job_is_claimed_without_a_solo_look_first(app: App) -> None
     _count(app, counter, "claim_jobs", "claim_alone", order=calls)
     with running(app, poll_interval=5.0):
         wait_for(lambda: counter["claim_alone"] >= 1, "the first solo look", 30)
-        time.sleep(1.5)  # more than a second since that look: the old claim path looked again
+        clock.advance(1.5)  # more than a second since that look: the old claim path looked again
         for round_ in range(2):
             calls.clear()
             job_id = announced.enqueue(round_)
             assert wait_state(app, job_id, JobState.SUCCEEDED).result == round_
             assert "claim_jobs" in calls
             assert calls[: calls.index("claim_jobs")].count("claim_alone") == 0, calls
-            time.sleep(1.2)
+            clock.advance(1.2)

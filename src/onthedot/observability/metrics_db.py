@@ -18,6 +18,7 @@ from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import QueueStats
 from onthedot.domain.ledger import LedgerRow
+from onthedot.domain.serving import alive as worker_alive
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
 from onthedot.observability.metrics_health import health_families
@@ -132,7 +133,7 @@ def _queue_metrics(queues: list[QueueStats]) -> Iterator[Metric]:
 
 
 def _worker_metrics(workers: list[WorkerRow], lease: float) -> Iterator[Metric]:
-    alive = sum(1 for w in workers if w.heartbeat_age <= lease)
+    alive = sum(1 for w in workers if worker_alive(w, lease))
     yield GaugeMetricFamily(
         "onthedot_workers_alive", "Workers heartbeating within the lease.", value=alive
     )

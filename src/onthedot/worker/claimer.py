@@ -9,11 +9,11 @@ that path.
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from onthedot.clock import Clock, lease_clock
+from onthedot.clock import REAL, Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.storage.interface import Storage
 from onthedot.storage.wakeup import Wakeup
@@ -37,13 +37,15 @@ class PausedQueues:
     """The paused queues, read by the first claim and then by the keeper every 2 s, off the
     claim path."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, clock: Clock) -> None:
         self.storage = storage
+        self.clock = clock
         self.names: set[str] = set()
-        self.checked = 0.0  # monotonic; 0: never read (the first claim reads it)
+        # clock.monotonic() of the last read; None: never read (the first claim reads it)
+        self.checked: float | None = None
 
     def active(self, queues: tuple[str, ...]) -> Sequence[str]:
-        if not self.checked:
+        if self.checked is None:
             self.refresh()
         if not self.names:
             return queues
@@ -51,11 +53,12 @@ class PausedQueues:
 
     def refresh(self) -> None:
         self.names = self.storage.paused_queues()
-        self.checked = time.monotonic()
+        self.checked = self.clock.monotonic()
 
     def refresh_if_stale(self, now: float) -> None:
-        """The keeper's check (monotonic `now`); nothing before the first claim read them."""
-        if self.checked and now - self.checked > PAUSED_EVERY:
+        """The keeper's check (`now`: the clock's monotonic time); nothing before the first
+        claim read them."""
+        if self.checked is not None and now - self.checked > PAUSED_EVERY:
             self.checked = now  # if the read fails, retried 2 s later
             self.refresh()
 
@@ -96,20 +99,22 @@ class Claimer:
         self.wakeup = wakeup
         self.flags = flags
         self.backoff = backoff
-        self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
+        # Instants are `clock.monotonic()`: a test's ManualClock moves them.
+        self._ready_at: float | None = None  # when the last lookup said a job is due
         self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
-        self._alone_at = 0.0  # monotonic: the last look for a solo job
+        self._alone_at = -math.inf  # the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
-        (`stop_after` elapsed, a burst found the queues empty), else None."""
+        (`stop_after` real seconds elapsed since `started`, `REAL.monotonic()`; a burst found
+        the queues empty), else None."""
         opts = self.options
         errors = 0
         settled = False
         looked = False  # the last idle wait ended with a lookup that found nothing ready
         while not self.flags.stopping.is_set():
-            if opts.stop_after is not None and time.monotonic() - started >= opts.stop_after:
+            if opts.stop_after is not None and REAL.monotonic() - started >= opts.stop_after:
                 return "stop_after elapsed"
             free = self.pipeline.wait_for_room()
             if not free:
@@ -167,7 +172,7 @@ class Claimer:
             self._stuck = False
             self.wakeup.wait(min(timeout, self.BUSY_LOCK_RECHECK))
             return True
-        now = time.monotonic()
+        now = self.clock.monotonic()
         due = self._ready_at
         if due is not None and due <= now:
             due = self._ready_at = None  # the claim just made was the one it announced
@@ -176,7 +181,7 @@ class Claimer:
             quiet = min(quiet, due - now)
         if self._wait(quiet):
             return True
-        if due is not None and time.monotonic() >= due:
+        if due is not None and self.clock.monotonic() >= due:
             return True  # claim the job the previous lookup announced
         if quiet >= timeout:
             return True  # no time left for a lookup: the claim is the poll
@@ -191,11 +196,11 @@ class Claimer:
                 if ready_in <= 0:
                     self._stuck = True  # a ready job nobody announced (a retry): claim it now
                     return True
-                self._ready_at = time.monotonic() + ready_in
+                self._ready_at = self.clock.monotonic() + ready_in
                 timeout = min(timeout, ready_in)
         if self._wait(timeout):
             return True
-        return self._ready_at is not None and time.monotonic() >= self._ready_at
+        return self._ready_at is not None and self.clock.monotonic() >= self._ready_at
 
     def _wait(self, timeout: float) -> bool:
         """Sleep on the wake-up; whether a job was announced."""
@@ -217,7 +222,7 @@ class Claimer:
         A claim right after an announcement defers the look (up to `ALONE_DEFER`) to the
         quiet moment that follows, so an announced job's start never waits for it."""
         opts = self.options
-        now = time.monotonic()
+        now = self.clock.monotonic()
         announced, self._announced = self._announced, False
         every = self.ALONE_DEFER if announced else self.ALONE_EVERY
         if not opts.burst and now - self._alone_at < every:
@@ -231,7 +236,7 @@ class Claimer:
                 opts.worker_id, queue_name, opts.lease, names=self.names()
             )
             if job is not None:
-                self._alone_at = 0.0  # look again as soon as this one is done
+                self._alone_at = -math.inf  # look again as soon as this one is done
                 self.pipeline.add_claimed([job], alone=True, sent=sent)
                 return True
         return False

@@ -29,12 +29,12 @@ import logging
 import os
 import select
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
 
+from onthedot.clock import REAL
 from onthedot.observability.events import Event, WorkerProcessKilled, WorkerProcessRestarted
 from onthedot.worker.channel import Message, parse
 from onthedot.worker.children import Child
@@ -105,7 +105,7 @@ class Supervisor:
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._read_fd, False)
         previous = self._install_signals()
-        self._loop_at = time.monotonic()
+        self._loop_at = REAL.monotonic()
         try:
             self.slots = [Slot(i) for i in range(self.processes)]
             for slot in self.slots:
@@ -138,7 +138,7 @@ class Supervisor:
         """Why the tree is not live (for /healthz), or None."""
         if self.failure:
             return f"stopping: {self.failure}"
-        now = time.monotonic()
+        now = REAL.monotonic()
         for slot in self.slots:
             if slot.done:
                 continue
@@ -168,13 +168,13 @@ class Supervisor:
         if self.endpoint is not None:
             close.append(self.endpoint.fileno())
         slot.child = self.start(slot.index, self._write_fd, close)
-        slot.started = time.monotonic()
+        slot.started = REAL.monotonic()
         slot.working = False
         slot.restart_at = None
         slot.watch = ChildWatch(since=slot.started)
 
     def _step(self) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         stopping = self._stopping or bool(self._signals)
         for slot in self.slots:
             if slot.done:
@@ -236,7 +236,7 @@ class Supervisor:
                 self._heard(self.slots[message.index], message)
 
     def _heard(self, slot: Slot, message: Message) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         kind, fields = message.kind, message.fields
         slot.watch.beat(now)
         if kind == "started":
@@ -253,7 +253,7 @@ class Supervisor:
 
     # -- the watchdog ---------------------------------------------------------------------
     def _check_watch(self) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         if now - self._loop_at > 1.0:
             # The supervisor itself did not run (stopped, starved): it cannot tell who was
             # silent, so every child gets a fresh start.
