@@ -67,7 +67,9 @@ def test_an_unmigrated_postgresql_and_explain_hint_manage_py() -> None:
             assert done.returncode == 0, done.stderr
         explained = manage(env, "onthedot", "schedules", "explain", "nightly-orders")
         assert explained.returncode == 0, explained.stderr
-        verdict = explained.stdout.splitlines()[-1]
+        verdict = next(
+            line for line in explained.stdout.splitlines() if line.startswith("verdict: ")
+        )
         assert "start `python manage.py onthedot worker` (without --no-scheduler)" in verdict
     finally:
         drop_pg_schema(schema)

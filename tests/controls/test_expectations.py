@@ -25,7 +25,7 @@ APP = "tests.controls.cliapp:make_app"
 def ops(db_url: str) -> Iterator[App]:
     app = App(db_url, clock=ManualClock(T0), log_events=False)
 
-    @app.job(name="work")
+    @app.job(name="work", runtime=True)
     def work() -> None: ...
 
     app.schedule(

@@ -212,6 +212,8 @@ def test_the_kubernetes_and_dockerfile_commands(pg_url: str) -> None:
     job = load("k8s/migrate-job.yaml")["spec"]["template"]["spec"]["containers"][0]
     env = {"ONTHEDOT_DATABASE_URL": pg_url, "ONTHEDOT_APP": "myproject.tasks:app"}  # the secret
     migrate = run(job["command"], env)
+    # The worker's secret also holds the scrape token: /metrics on 0.0.0.0 is refused without it.
+    env["ONTHEDOT_WEB_METRICS_TOKEN"] = "scrape-token"
     assert migrate.returncode == 0, migrate.stderr
     pod = load("k8s/worker-deployment.yaml")["spec"]["template"]["spec"]
     command = list(pod["containers"][0]["command"])

@@ -35,7 +35,7 @@ def build(make_app: MakeApp, start: datetime = T0, **schedule: object) -> tuple[
     seen: list[Event] = []
     app.events.subscribe(seen.append, *EVENTS)
 
-    @app.job(name="work")
+    @app.job(name="work", runtime=True)
     def work() -> None: ...
 
     @app.job(name="boom", max_attempts=1)

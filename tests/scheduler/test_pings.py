@@ -21,7 +21,7 @@ S = timedelta(seconds=1)
 def ping_app(make_app: MakeApp, ping: str | None) -> App:
     app = make_app(T0, lease=30.0)
 
-    @app.job(name="work")
+    @app.job(name="work", runtime=True)
     def work() -> None: ...
 
     @app.job(name="boom", max_attempts=1)

@@ -233,7 +233,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
     application.job(name="chaos.work", runtime=True, **options)(work)
-    application.job(name="chaos.innocent", max_attempts=3)(innocent)
+    application.job(name="chaos.innocent", max_attempts=3, runtime=True)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
     application.job(name="chaos.hang", max_attempts=1)(hang)
     application.job(name="chaos.gated", max_attempts=3)(gated)

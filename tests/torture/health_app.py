@@ -48,7 +48,7 @@ def make_app(database_url: str | None = None, version: int | None = None) -> App
     application.schedule("fails", "every 4s", fail, grace="3s")
     if version == 1:
 
-        @application.job(name="legacy.job")
+        @application.job(name="legacy.job", runtime=True)
         def legacy() -> None:
             return None
 

@@ -31,6 +31,7 @@ class Node(PrivateCluster):
             return
         self.bindir = primary.bindir
         self.settings = primary.settings
+        self.env = primary.env
         self.root = Path("/tmp") / f"onthedot-torture-pg-{uuid.uuid4().hex[:10]}"
         self.data = self.root / "data"
         self.log = self.root / "server.log"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from onthedot.clock import REAL, Clock
-from onthedot.domain.errors import OnthedotError
+from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
 from onthedot.domain.expectations import redact
 from onthedot.observability.events import Event, JobFailed, JobStarted, JobSucceeded
 from onthedot.schedules.outbound import send
@@ -103,6 +103,11 @@ class Pinger:
         if stored:
             try:
                 urls.update(self._stored())
+            except (DatabaseUnavailable, SchemaOutOfDate) as exc:
+                # The worker says this once per retry itself (event=database_error): a second
+                # line for the same cause would only add noise while it waits for the database.
+                log.debug("ping targets not refreshed: %s", exc)
+                urls = {**self.urls, **urls}
             except OnthedotError as exc:
                 log.warning("ping targets not refreshed: %s", exc)
                 urls = {**self.urls, **urls}
