@@ -182,4 +182,4 @@ class AlertNotifier:
             self.storage.prune_health(older_than=self._now() - self.retention)
 
     def _now(self) -> datetime:
-        return self.clock.fixed_now() or self.storage.db_now()
+        return self.storage.db_now()

@@ -273,7 +273,7 @@ class Keeper:
         if self._pass is None:
             if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
                 return False
-            now = self.clock.fixed_now() or self.storage.db_now()
+            now = self.storage.db_now()
             self._pass = _PrunePass(now, self.clock.monotonic())
         p = self._pass
         n = self.storage.prune_jobs(older_than=p.now - self.retention, limit=self.prune_step)

@@ -247,7 +247,9 @@ class SqliteStorage(SqlStorage):
             conn.execute("SELECT 1")
 
     def db_now(self) -> datetime:
-        return from_ts(time.time())
+        """The storage's now: its clock's fixed time (a ManualClock's), else the database's
+        (on SQLite, this process's wall clock, as every SQLite verb uses)."""
+        return self._fixed() or from_ts(time.time())
 
     # -- schema -------------------------------------------------------------------------------
     def migrate(self, *, first_use: bool = False) -> list[int]:
