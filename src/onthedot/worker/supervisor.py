@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
 
-from onthedot.clock import REAL
+from onthedot.clock import REAL, backoff_delay
 from onthedot.observability.events import Event, WorkerProcessKilled, WorkerProcessRestarted
 from onthedot.worker.channel import Message, parse
 from onthedot.worker.children import Child
@@ -65,7 +65,7 @@ class Slot:
     started: float = 0.0  # monotonic
     working: bool = False  # the child said `started`: a death from now on is a crash
     restart_at: float | None = None  # monotonic: when to start it again
-    backoff: float = BACKOFF_FIRST
+    quick_exits: int = 0  # exits in a row before a steady run: the restart backoff's count
     failed_starts: int = 0
     restarts: int = 0
     done: bool = False
@@ -210,12 +210,13 @@ class Supervisor:
                 )
                 return
         elif now - slot.started >= STEADY:
-            slot.backoff = BACKOFF_FIRST
+            slot.quick_exits = 0
         self.restarts += 1
         slot.restarts += 1
-        self.emit(WorkerProcessRestarted(process=slot.index, exit=how, delay=slot.backoff))
-        slot.restart_at = now + slot.backoff
-        slot.backoff = min(slot.backoff * 2, BACKOFF_CAP)
+        delay = backoff_delay(slot.quick_exits, first=BACKOFF_FIRST, cap=BACKOFF_CAP)
+        self.emit(WorkerProcessRestarted(process=slot.index, exit=how, delay=delay))
+        slot.restart_at = now + delay
+        slot.quick_exits += 1
 
     def _fail(self, line: str) -> None:
         """Stop the tree: an error no restart fixes. The first reason is the one reported."""
