@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from onthedot.clock import REAL, Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
@@ -21,6 +22,17 @@ from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
 from onthedot.worker.state import Flags, Pipeline
 
 BURST_EMPTY = "burst: queues empty"  # the reason a burst worker's claimer stops
+
+
+class ClaimerState(Enum):
+    """Where the claimer's loop is (docs/architecture.md, "The claimer's states"). Each turn
+    of `Claimer.run` waits for room, claims unless LOOKED, then (not in burst mode) sleeps in
+    `Claimer.idle` or (in burst mode) checks whether the queues are empty."""
+
+    CLAIM = "claim"  # claim up to the free room at the next turn
+    LOOKED = "looked"  # the idle wait's lookup found nothing ready: wait again, no claim
+    STUCK = "stuck"  # a lookup saw a ready job the claim did not get: look again shortly
+    SETTLING = "settling"  # burst: nothing claimable once; empty if so again after outcomes
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +112,8 @@ class Claimer:
         self.flags = flags
         self.backoff = backoff
         # Instants are `clock.monotonic()`: a test's ManualClock moves them.
+        self.state = ClaimerState.CLAIM
         self._ready_at: float | None = None  # when the last lookup said a job is due
-        self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
         self._alone_at = -math.inf  # the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
 
@@ -111,8 +123,7 @@ class Claimer:
         the queues empty), else None."""
         opts = self.options
         errors = 0
-        settled = False
-        looked = False  # the last idle wait ended with a lookup that found nothing ready
+        self.state = ClaimerState.CLAIM
         while not self.flags.stopping.is_set():
             if opts.stop_after is not None and REAL.monotonic() - started >= opts.stop_after:
                 return "stop_after elapsed"
@@ -120,7 +131,8 @@ class Claimer:
             if not free:
                 continue
             claimed, more = 0, False
-            if not looked:  # a claim right after such a lookup would find nothing: skip it
+            if self.state is not ClaimerState.LOOKED:
+                # (after such a lookup a claim would find nothing: skipped)
                 try:
                     claimed, more = self.claim(free)
                     errors = 0
@@ -129,27 +141,29 @@ class Claimer:
                     self.backoff.error("claim", exc, errors)
                     continue
             if claimed:
-                self._stuck = False
+                self.state = ClaimerState.CLAIM
                 if more or opts.burst:
-                    settled = False
                     continue
             if opts.burst:
                 # Empty means: nothing claimable after every outcome was written (a finished
                 # job may free a lock key, or a retry may be due at once), checked twice.
-                if self.pipeline.drained(0.05):
-                    if settled:
-                        return BURST_EMPTY
-                    settled = True
+                if not self.pipeline.drained(0.05):
+                    self.state = ClaimerState.CLAIM
+                elif self.state is ClaimerState.SETTLING:
+                    return BURST_EMPTY
                 else:
-                    settled = False
+                    self.state = ClaimerState.SETTLING
                 continue
             # Every queue gave fewer jobs than asked: nothing more is ready, and whatever gets
             # ready next is announced (or found by the lookup in `idle`). Sleep at once, so
             # the executors just woken have the interpreter to themselves.
             try:
-                looked = not self.idle()
+                if not self.idle():
+                    self.state = ClaimerState.LOOKED
+                elif self.state is not ClaimerState.STUCK:
+                    self.state = ClaimerState.CLAIM
             except (OnthedotError, OSError) as exc:
-                looked = False
+                self.state = ClaimerState.CLAIM
                 errors += 1
                 self.backoff.error("claim", exc, errors)
         return None
@@ -166,10 +180,10 @@ class Claimer:
         timeout = self.options.poll_interval
         if self.options.stop_after is not None:
             timeout = min(timeout, 0.1)
-        if self._stuck:
+        if self.state is ClaimerState.STUCK:
             # The lookup saw a ready job and the claim right after got none: its lock key is
             # held (or another worker took it). Look again shortly.
-            self._stuck = False
+            self.state = ClaimerState.CLAIM
             self.wakeup.wait(min(timeout, self.BUSY_LOCK_RECHECK))
             return True
         now = self.clock.monotonic()
@@ -194,7 +208,8 @@ class Claimer:
             ready_in = self.storage.seconds_until_ready(queues)
             if ready_in is not None:
                 if ready_in <= 0:
-                    self._stuck = True  # a ready job nobody announced (a retry): claim it now
+                    # A ready job nobody announced (a retry): claim it now.
+                    self.state = ClaimerState.STUCK
                     return True
                 self._ready_at = self.clock.monotonic() + ready_in
                 timeout = min(timeout, ready_in)
