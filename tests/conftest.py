@@ -45,18 +45,13 @@ SLOW_FOLDERS = ("torture", "e2e")
 TESTS = Path(__file__).resolve().parent
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow folders `slow`, and keep every docs page on one xdist worker: a page is
-    one session whose blocks run in order, and pages serve on the same fixed ports."""
-    grouped = config.pluginmanager.hasplugin("xdist")
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        if path.is_relative_to(TESTS):
-            parts = path.relative_to(TESTS).parts
-            if parts and parts[0] in SLOW_FOLDERS:
-                item.add_marker(pytest.mark.slow)
-        elif grouped and path.suffix == ".md":
-            item.add_marker(pytest.mark.xdist_group("docs"))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark the slow folders `slow` (the fast lane leaves them out)."""
+    path = Path(str(item.path)).resolve()
+    if path.is_relative_to(TESTS):
+        parts = path.relative_to(TESTS).parts
+        if parts and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:

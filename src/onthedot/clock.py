@@ -14,7 +14,6 @@ process's deadlines, the lease proof of `lease_clock`) is paced on `REAL`, a `Sy
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -72,6 +71,8 @@ class SystemClock:
         return wake.wait(max(0.0, seconds))
 
     async def asleep(self, seconds: float) -> None:
+        import asyncio  # here: a SQLite worker never imports it (a running loop has already)
+
         await asyncio.sleep(max(0.0, seconds))
 
 
@@ -127,6 +128,8 @@ class ManualClock:
         return wake.wait(seconds)
 
     async def asleep(self, seconds: float) -> None:
+        import asyncio
+
         await asyncio.sleep(min(max(0.0, seconds), 0.01))
 
 
