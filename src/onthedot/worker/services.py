@@ -12,15 +12,10 @@ a bug and ends the thread, as before.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from onthedot.clock import backoff_delay
 from onthedot.domain.errors import OnthedotError
-
-
-def every_turn(seconds: float) -> Callable[[float], float]:
-    """A turn that always comes back after `seconds` (its work ignores `now`)."""
-    return lambda now: seconds
 
 
 @dataclass(slots=True)
@@ -35,7 +30,7 @@ class Service:
     ready: Callable[[float], bool] | None = None
     due: float = float("-inf")  # the clock's monotonic instant of the next turn
     errors: int = 0  # failures in a row
-    runs: int = field(default=0)  # turns that completed
+    runs: int = 0  # turns that completed
 
     def is_due(self, now: float) -> bool:
         return now >= self.due or (self.ready is not None and self.ready(now))
