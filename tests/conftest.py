@@ -38,7 +38,7 @@ CI_REQUIRED_MODULES = (
 )
 
 
-# The fast lane (`python -m pytest -m "not slow" -n auto`, CONTRIBUTING.md) leaves out what is
+# The fast lane (`python -m pytest -m "not slow" -n 4`, CONTRIBUTING.md) leaves out what is
 # marked `slow`: these folders whole (crash/outage torture with private clusters and real
 # processes, and the real-browser tests), plus the tests marked one by one.
 SLOW_FOLDERS = ("torture", "e2e")

@@ -1,4 +1,4 @@
-"""How the fast lane spreads the tests over pytest-xdist workers (`-n auto`): test by test, as
+"""How the fast lane spreads the tests over pytest-xdist workers (`-n 4`): test by test, as
 xdist's default `load` does, except the docs' examples, which all run on one worker in their
 order: a page is one session whose blocks depend on the ones before, and pages serve on the
 same fixed ports (8000, 8001, 8002). An explicit `--dist` keeps xdist's own scheduler."""
