@@ -32,6 +32,7 @@ def reads(p: dict[str, Any]) -> dict[str, Any]:
     repeat = p.get("repeat", 5)
     now = st.db_now()
     failed = JobFilter(state=JobState.FAILED)
+    count = getattr(app, "count_jobs", st.count_jobs)
     cases: dict[str, Any] = {
         "queue_stats()": st.queue_stats,
         "queued_by_name()": st.queued_by_name,
@@ -40,9 +41,12 @@ def reads(p: dict[str, Any]) -> dict[str, Any]:
         "list_jobs(queue=reports, succeeded)": lambda: st.list_jobs(
             JobFilter(queue="reports", state=JobState.SUCCEEDED)
         ),
-        "count_jobs(failed)": lambda: st.count_jobs(failed),
-        "count_jobs(queue=default)": lambda: st.count_jobs(JobFilter(queue="default")),
-        "job_counts(last 24 h, by minute)": lambda: st.job_counts(
+        # What the web admin and the CLI count with: `app.count_jobs` (exact from the kept
+        # counts for queue/name/state filters) where this onthedot has it; else the row count.
+        "count_jobs(failed)": lambda: count(failed),
+        "count_jobs(queue=default)": lambda: count(JobFilter(queue="default")),
+        "count_jobs(search=boom)": lambda: count(JobFilter(search="boom")),
+        "finished_counts(last 24 h, by minute)": lambda: st.finished_counts(
             since=now - timedelta(days=1), bucket_seconds=60
         ),
     }

@@ -16,6 +16,7 @@ and the drain and the latency measured again ("big+delayed").
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any
@@ -40,7 +41,9 @@ from bench.harness import (
 )
 from bench.plan import Context
 
-EMPTY, BIG = "bench_big_empty", "bench_big_full"
+# $BENCH_DB_SUFFIX keeps two checkouts benchmarking on one server apart.
+_SUFFIX = os.environ.get("BENCH_DB_SUFFIX", "")
+EMPTY, BIG = "bench_big_empty" + _SUFFIX, "bench_big_full" + _SUFFIX
 DRAIN = {"concurrency": 4, "batch_size": 200, "prefetch": 400}
 
 FINISHED_SQL = """

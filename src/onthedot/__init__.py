@@ -18,7 +18,7 @@ from onthedot.domain.errors import (
     SchemaOutOfDate,
     WorkerLost,
 )
-from onthedot.domain.jobs import Job, JobFilter, JobState
+from onthedot.domain.jobs import Job, JobAction, JobFilter, JobState
 from onthedot.domain.retry import Backoff
 from onthedot.domain.specs import SpecError, calendar, every
 from onthedot.jobs import JobFunction
@@ -32,6 +32,7 @@ __all__ = [
     "DatabaseUnavailable",
     "InvalidJobState",
     "Job",
+    "JobAction",
     "JobContext",
     "JobFilter",
     "JobFunction",

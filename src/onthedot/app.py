@@ -18,19 +18,16 @@ from onthedot.database import Database
 from onthedot.domain.definitions import COMMAND_JOB, Declaration
 from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotFound
-from onthedot.domain.jobs import Job, JobFilter, JobState, NewJob, QueueStats
+from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, NewJob, QueueStats
+from onthedot.domain.retention import Retention
+from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import (
-    UnknownHere,
-    Unserved,
-    UnservedQueue,
-    serving_workers,
-    unserved,
-    unserved_queues,
-)
+from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
+from onthedot.operations import Operations
+from onthedot.pruning import Prunable
 from onthedot.schedules.audit import AuditTrail
 from onthedot.schedules.command import run_command
 from onthedot.schedules.controls import OperatorControls
@@ -66,7 +63,7 @@ class App:
         *,
         clock: Clock | None = None,
         lease: float = 30.0,
-        retention: str | timedelta = "7d",
+        retention: RetentionSpec = "7d",
         audit_retention: str | timedelta | None = "90d",
         keep_removed_jobs: bool = False,
         pool_size: int = 10,
@@ -86,7 +83,10 @@ class App:
         if lease <= 0:
             raise ValueError(f"lease must be > 0 seconds, got {lease}")
         self.lease = float(lease)
-        self.retention = parse_duration(retention, what="retention")
+        # How long finished jobs are kept, per final state (docs/retention.md); `retention`
+        # is the longest of them, for what is kept as long as any job (slot history).
+        self.job_retention = Retention.parse(retention)
+        self.retention = self.job_retention.longest()
         self.audit_retention = (
             None
             if audit_retention is None
@@ -106,6 +106,16 @@ class App:
             storage, clock, self.events, self.wakeups, self.instrumentation, lambda: self.database
         )
         self.jobs = JobRegistry(self._enqueuer)
+        # What the clients (web admin, CLI, integrations) read and do: never the storage.
+        self.operations = Operations(
+            storage,
+            self._database.raw_storage,
+            clock,
+            self.events,
+            lease=lambda: self.lease,
+            registered=lambda name: name in self.jobs,
+            backoff_of=lambda name: self.resolve(name).backoff,
+        )
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
         # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
@@ -205,6 +215,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
@@ -220,6 +231,7 @@ class App:
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
         schedule: Any = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
@@ -227,7 +239,8 @@ class App:
         give one explicitly to keep the job's identity across renames. With `schedule=SPEC`
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
-        can be their target."""
+        can be their target. `keep="1h"` (or `{"failed": "30d"}`) keeps its finished jobs that
+        long instead of the app's retention."""
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -239,6 +252,7 @@ class App:
                 backoff=backoff,
                 timeout=timeout,
                 runtime=runtime,
+                keep=keep,
             )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)
@@ -261,10 +275,10 @@ class App:
         """Insert built jobs (see `JobFunction.build`); return their ids in order."""
         return self._enqueuer.enqueue(jobs, connection=connection)
 
-    # -- reading and operating on jobs --------------------------------------------------------
+    # -- reading and operating on jobs (through app.operations) ----------------------------
     def get_job(self, job_id: int) -> Job | None:
         """The job with this id as it is now (its state, result, error), or None."""
-        return self.storage.get_job(job_id)
+        return self.operations.get_job(job_id)
 
     def wait_for(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
         """Block until job `job_id` is finished (succeeded, failed or cancelled) and return it;
@@ -292,56 +306,52 @@ class App:
         return await arun(_finished(job_id, _seconds(timeout)), do)
 
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
-        return self.storage.list_jobs(flt or JobFilter(**filters))
+        return self.operations.list_jobs(flt or JobFilter(**filters))
+
+    def count_jobs(self, flt: JobFilter | None = None, **filters: Any) -> JobCount:
+        """How many jobs match, read so that it does not grow with history: exact for a
+        queue, job name and states; estimated beyond 10,000 for other filters on PostgreSQL
+        (`JobCount.exact` False, shown "about N")."""
+        return self.operations.tally_jobs(flt or JobFilter(**filters))
 
     def retry_job(self, job_id: int) -> Job:
-        job = self.storage.job_action("retry", job_id)
+        job = self.operations.act(JobAction.RETRY, job_id)
         assert job is not None
         return job
 
     def cancel_job(self, job_id: int) -> Job:
-        job = self.storage.job_action("cancel", job_id)
+        job = self.operations.act(JobAction.CANCEL, job_id)
         assert job is not None
         return job
 
     def delete_job(self, job_id: int) -> bool:
         try:
-            self.storage.job_action("delete", job_id)
+            self.operations.act(JobAction.DELETE, job_id)
         except JobNotFound:
             return False
         return True
 
+    def retention_policy(self) -> Retention:
+        """The app's retention with the `keep=` of its registered jobs."""
+        return self.job_retention.with_jobs({n: jf.keep for n, jf in self.jobs.items()})
+
+    def prune(self, *, dry_run: bool = False, step: int = 5000) -> list[Prunable]:
+        """Delete the finished jobs past their retention now, `step` rows per transaction (as
+        the workers do every 5 minutes); with `dry_run`, only count them. Per (job, state)."""
+        return self.operations.prune(self.retention_policy(), dry_run=dry_run, step=step)
+
     def queue_stats(self) -> list[QueueStats]:
-        return self.storage.queue_stats()
+        return self.operations.queue_stats()
 
     def unserved_jobs(self) -> list[Unserved | UnservedQueue]:
         """Queued jobs of names that no live worker (heartbeat younger than the lease) knows,
         and ready jobs in queues that no live worker serves."""
-        workers = self.storage.list_workers()
-        live = serving_workers(workers, self.lease)
-        stats = self.storage.queue_stats()
-        by_queue = unserved_queues(
-            {s.queue: s.ready for s in stats},
-            {s.queue for s in stats if s.paused},
-            [w.queues for w in live],
-        )
-        return [*unserved(self.storage.queued_by_name(), [w.jobs for w in live]), *by_queue]
+        return self.operations.unserved_jobs()
 
     def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
         """Ready jobs in `queues` (unpaused) whose names this app does not register: its
         workers never claim them (a burst names them as it ends)."""
-        storage = self.storage
-        strangers = [n for n, c in storage.queued_by_name().items() if c and n not in self.jobs]
-        found = []
-        for s in storage.queue_stats() if strangers else ():
-            if s.queue in queues and s.ready and not s.paused:
-                counts = (
-                    (n, JobFilter(state=JobState.QUEUED, queue=s.queue, name=n)) for n in strangers
-                )
-                names = tuple((n, c) for n, flt in counts if (c := storage.count_jobs(flt)))
-                if names:
-                    found.append(UnknownHere(s.queue, names))
-        return found
+        return self.operations.unknown_ready(queues)
 
     # -- schedules --------------------------------------------------------------------------
     def schedule(
@@ -401,7 +411,7 @@ class App:
             resolve=self.resolve,
             check_schema=self.check_schema,
             lease=self.lease,
-            retention=self.retention,
+            retention=self.retention_policy(),
             audit_retention=self.audit_retention,
             wakeups=self.wakeups,
             scheduler=scheduler,

@@ -16,6 +16,8 @@ from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.payload import JsonValue, encode_arguments
+from onthedot.domain.retention import Spec as RetentionSpec
+from onthedot.domain.retention import parse_states
 from onthedot.domain.retry import Backoff, coerce_backoff
 from onthedot.observability.events import DatabaseCreated, EventBus, JobEnqueued
 from onthedot.observability.hooks import Instrumentation
@@ -130,8 +132,12 @@ class JobFunction(Generic[P, R]):
         backoff: Backoff,
         timeout: float | None,
         runtime: bool = False,
+        keep: Mapping[str, timedelta] | None = None,
     ) -> None:
         self.enqueuer = enqueuer
+        # How long its finished jobs are kept, per final state, where it differs from the
+        # app's retention (`@app.job(keep=...)`).
+        self.keep: Mapping[str, timedelta] = dict(keep or {})
         self.fn = fn
         self.name = name
         self.queue = queue
@@ -338,10 +344,13 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
         backoff: Backoff | float | None = None,
         timeout: float | str | timedelta | None = None,
         runtime: bool = False,
+        keep: RetentionSpec | None = None,
     ) -> JobFunction[P, R]:
         """Register `fn` (sync or async) as a job; `name` defaults to module.qualname. The same
         function registered again under its name is registered once. `runtime=True` lets
-        runtime schedules (web admin, CLI, `app.schedules.create`) fire it."""
+        runtime schedules (web admin, CLI, `app.schedules.create`) fire it. `keep`: how long
+        its finished jobs are kept ("1h", or per final state), instead of the app's
+        retention."""
         job_name = name or f"{fn.__module__}.{fn.__qualname__}"
         if not job_name or not isinstance(job_name, str):
             raise ValueError("job name must be a non-empty string")
@@ -363,6 +372,7 @@ class JobRegistry(Mapping[str, JobFunction[Any, Any]]):
             backoff=coerce_backoff(backoff),
             timeout=_timeout(timeout),
             runtime=bool(runtime),
+            keep=None if keep is None else parse_states(keep, what=f"job {job_name!r}: keep"),
         )
         self._jobs[job_name] = jf
         return jf

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
-import onthedot.storage.health as health
 import onthedot.storage.interface as interface
 
 CONTRACT = Path(__file__).parent / "contract"
 
 
+def _roles() -> list[type]:
+    """The protocols Storage combines (storage/roles.py's roles, HealthStorage, ...)."""
+    return [b for b in interface.Storage.__bases__ if b.__module__.startswith("onthedot.")]
+
+
 def _verbs() -> list[str]:
-    """The verbs of the Storage protocol and of the protocols it inherits (HealthStorage)."""
+    """The verbs of the Storage protocol and of every protocol it inherits."""
     found = []
-    for module, name in ((interface, "Storage"), (health, "HealthStorage")):
-        tree = ast.parse(Path(module.__file__).read_text("utf-8"))
-        (protocol,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    for protocol_type in (interface.Storage, *_roles()):
+        module = sys.modules[protocol_type.__module__]
+        tree = ast.parse(Path(str(module.__file__)).read_text("utf-8"))
+        (protocol,) = (
+            n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == protocol_type.__name__
+        )
         verbs = (ast.FunctionDef, ast.AsyncFunctionDef)
         found += [f.name for f in protocol.body if isinstance(f, verbs)]
     return found
@@ -25,7 +33,8 @@ def _verbs() -> list[str]:
 
 def test_storage_inherits_exactly_the_protocols_read_here() -> None:
     bases = [b.__name__ for b in interface.Storage.__bases__]
-    assert bases == ["HealthStorage", "Protocol"], bases
+    assert bases == [*(r.__name__ for r in _roles()), "Protocol"], bases
+    assert {"Lifecycle", "JobStore", "Claiming", "HealthStorage"} <= set(bases), bases
 
 
 def test_every_storage_verb_has_a_direct_contract_test() -> None:

@@ -9,7 +9,9 @@ Configuration comes from the environment, so each worker process can differ:
   re-read at every use, for its storage verbs too (`SteppedClock`: a clock step, as an NTP
   step or a VM resume makes; on PostgreSQL it stands for a step of the database clock as this
   process's statements see it);
-- $ONTHEDOT_TEST_OLD_DEPLOY: set, the app is the older deploy that lacks `chaos.newjob`.
+- $ONTHEDOT_TEST_OLD_DEPLOY: set, the app is the older deploy that lacks `chaos.newjob`;
+- $ONTHEDOT_TEST_RETENTION, $ONTHEDOT_TEST_KEEP_TICK: the app's retention and `chaos.tick`'s
+  `keep=`, as JSON (default: "7d", none).
 
 A worker records (pid, time) in `torture_workers` once it is up. Two schedules: `every-second`
 (interval, `every 1s`) and `every-3s` (6-field cron with seconds), both with catch-up "all" and
@@ -22,6 +24,7 @@ of the same (job id, attempt) is counted in `runs`, never a second row.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading
@@ -230,8 +233,10 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
         lease=float(os.environ.get("ONTHEDOT_TEST_LEASE", "2")),
         clock=clock,
         log_events=log_events,
+        retention=json.loads(os.environ.get("ONTHEDOT_TEST_RETENTION") or '"7d"'),
     )
     options: dict[str, Any] = {"max_attempts": MAX_ATTEMPTS, "backoff": BACKOFF}
+    keep_tick = json.loads(os.environ.get("ONTHEDOT_TEST_KEEP_TICK") or "null")
     application.job(name="chaos.work", runtime=True, **options)(work)
     application.job(name="chaos.innocent", max_attempts=3, runtime=True)(innocent)
     application.job(name="chaos.poison", max_attempts=3)(poison)
@@ -241,7 +246,7 @@ def make_app(database_url: str | None = None, *, log_events: bool = True) -> App
         application.job(name="chaos.newjob", max_attempts=3, backoff=BACKOFF)(newjob)
     application.job(name="chaos.blocker", max_attempts=1, timeout=3)(blocker)
     application.job(name="chaos.ticker", max_attempts=1)(ticker)
-    tick_job = application.job(name="chaos.tick", runtime=True, **options)(tick)
+    tick_job = application.job(name="chaos.tick", runtime=True, keep=keep_tick, **options)(tick)
     for key, spec in SCHEDULES.items():
         application.schedule(key, spec, tick_job, catchup="all", catchup_window="1h")
     application.events.subscribe(recorder.ready, WorkerStarted)

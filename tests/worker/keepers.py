@@ -6,9 +6,10 @@ from datetime import timedelta
 
 from onthedot import SystemClock
 from onthedot.clock import Clock
+from onthedot.domain.retention import Retention
 from onthedot.observability.events import EventBus
 from onthedot.storage.interface import Storage
-from onthedot.worker.maintenance import DatabaseBackoff, Keeper
+from onthedot.worker.maintenance import PRUNE_STEP, DatabaseBackoff, Keeper
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
 
 
@@ -20,6 +21,8 @@ def keeper(
     pipeline: Pipeline | None = None,
     events: EventBus | None = None,
     clock: Clock | None = None,
+    retention: Retention | timedelta = timedelta(days=7),
+    prune_step: int = PRUNE_STEP,
 ) -> Keeper:
     """A keeper whose turns the test calls itself (no thread)."""
     events = events or EventBus()
@@ -30,11 +33,12 @@ def keeper(
         clock=clock or SystemClock(),
         events=events,
         lease=lease,
-        retention=timedelta(days=7),
+        retention=retention,
         pipeline=pipeline or Pipeline(max_inflight=1),
         running=RunningJobs(),
         flags=flags,
         backoff=DatabaseBackoff(events, flags),
         enforce_timeouts=lambda now: None,
         refresh_paused=lambda now: None,
+        prune_step=prune_step,
     )

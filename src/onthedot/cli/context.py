@@ -128,7 +128,7 @@ def app_queues(app: App, option: str | None) -> list[str]:
     found = {q for jf in app.jobs.values() for q in (jf.queue, *jf.extra_queues)}
     found |= {s.queue for s in app.schedules.declared().values() if s.queue}
     try:
-        rows = app.storage.list_schedule_rows()
+        rows = app.operations.schedule_rows()
     except (DatabaseUnavailable, SchemaOutOfDate):
         rows = []  # the worker waits for the database (or refuses the schema) as it starts
     for row in rows:

@@ -11,7 +11,7 @@ from onthedot.cli.context import Context, database_label, handle_errors, one_lin
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
 from onthedot.domain.fields import printable
 from onthedot.domain.serving import alive
-from onthedot.storage.interface import WorkerRow
+from onthedot.domain.workers import WorkerRow
 
 
 @click.command()
@@ -21,7 +21,7 @@ def migrate(ctx: Context) -> None:
     """Create or upgrade the database schema (idempotent; safe to run concurrently)."""
     app = ctx.app()
     applied = app.migrate()
-    current, _ = app.raw_storage().schema_version()
+    current, _ = app.operations.schema_version()
     if applied:
         click.echo(
             f"applied migration(s) {', '.join(map(str, applied))}; schema at version {current}"
@@ -42,9 +42,8 @@ def health(ctx: Context, check_worker: bool) -> None:
     """Exit 0 when the database answers and its schema is current; 1 otherwise."""
     try:
         app = ctx.reader()
-        storage = app.raw_storage()
-        storage.ping()
-        current, latest = storage.schema_version()
+        app.operations.ping(check_schema=False)
+        current, latest = app.operations.schema_version()
     except click.ClickException as exc:  # no such SQLite file: never created by a check
         click.echo(f"unhealthy: {exc.message}", err=True)
         sys.exit(1)
@@ -63,11 +62,11 @@ def health(ctx: Context, check_worker: bool) -> None:
         )
         sys.exit(1)
     if check_worker:
-        problem = _worker_problem(app.lease, storage.list_workers(), socket.gethostname())
+        problem = _worker_problem(app.lease, app.operations.workers(), socket.gethostname())
         if problem is not None:
             click.echo(f"unhealthy: {problem}", err=True)
             sys.exit(1)
-    click.echo(f"healthy: {database_label(app)} ({storage.backend}), schema version {current}")
+    click.echo(f"healthy: {database_label(app)} ({app.database.backend}), schema version {current}")
     try:
         unserved = app.unserved_jobs()
     except Exception:  # a warning only: the database answered

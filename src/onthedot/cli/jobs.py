@@ -222,8 +222,11 @@ def queues(click_ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def queues_pause(ctx: Context, name: str, actor: str) -> None:
     """Stop workers from claiming jobs of queue NAME (running jobs finish)."""
-    ctx.reader().storage.set_queue_paused(name, True, actor)
-    click.echo(f"paused queue {name}: workers claim none of its jobs until it is resumed")
+    ctx.reader().operations.set_queue_paused(name, True, actor)
+    click.echo(
+        f"paused queue {name}: no claim from now on takes its jobs until it is resumed "
+        "(jobs already claimed still run)"
+    )
 
 
 @queues.command("resume")
@@ -233,7 +236,7 @@ def queues_pause(ctx: Context, name: str, actor: str) -> None:
 @handle_errors
 def queues_resume(ctx: Context, name: str, actor: str) -> None:
     """Let workers claim jobs of queue NAME again."""
-    ctx.reader().storage.set_queue_paused(name, False, actor)
+    ctx.reader().operations.set_queue_paused(name, False, actor)
     click.echo(f"resumed queue {name}")
 
 

@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "web": ("web", "web"),
     "dev": ("web", "dev"),
     "import-beat": ("import_beat", "import_beat"),
+    "prune": ("prune", "prune"),
 }
 
 

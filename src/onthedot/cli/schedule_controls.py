@@ -171,7 +171,7 @@ def pause(ctx: Context, key: str, until: str | None, actor: str, note: str | Non
                 length = parse_duration(until)
             except ValueError:
                 raise click.BadParameter(_UNTIL_HINT.format(until), param_hint="--until") from None
-            when = (app.clock.fixed_now() or app.storage.db_now()) + length
+            when = app.operations.now() + length
         else:
             try:
                 when = parse_instant(until, "--until")

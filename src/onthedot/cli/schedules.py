@@ -106,7 +106,7 @@ def schedules_explain(ctx: Context, key: str) -> None:
 @handle_errors
 def schedules_history(ctx: Context, key: str, limit: int, as_json: bool) -> None:
     """The slot history of KEY, newest first."""
-    records = ctx.reader().storage.slot_history(key, limit=limit)
+    records = ctx.reader().operations.slot_history(key, limit=limit)
     if as_json:
         echo_json(
             [

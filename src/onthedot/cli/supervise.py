@@ -48,13 +48,7 @@ def default_processes(app: App) -> int:
 
 def _ready(app: App, queues: str | None) -> bool:
     """Whether a job of these (unpaused) queues is ready now."""
-    storage = app.storage
-    paused = storage.paused_queues()
-    names = [q for q in app_queues(app, queues) if q not in paused]
-    if not names:
-        return False
-    ready_in = storage.seconds_until_ready(names)
-    return ready_in is not None and ready_in <= 0
+    return app.operations.ready_now(app_queues(app, queues))
 
 
 def _preflight(app: App, options: WorkerOptions) -> int | None:
@@ -187,8 +181,4 @@ def _endpoint(app: App, supervisor: Supervisor, options: WorkerOptions) -> Itera
 def _charge(app: App, worker_id: str, jobs: list[Overran]) -> None:
     """Jobs of a child killed past their timeout: a JobTimeout each, as the child would have
     written it (`worker/watchdog.py`)."""
-    from onthedot.worker.completer import emit_outcomes
-    from onthedot.worker.watchdog import charge_timeouts
-
-    done = charge_timeouts(app.storage, lambda name: app.resolve(name).backoff, worker_id, jobs)
-    emit_outcomes(app.events, [(job, outcome, None) for job, outcome in done])
+    app.operations.charge_timeouts(worker_id, jobs)

@@ -80,7 +80,7 @@ def _url(host: str, port: int) -> str:
 
 def _ready(app: App) -> None:
     """Fail fast, in one line, when the database does not answer or its schema is behind."""
-    app.storage.ping()
+    app.operations.ping()
 
 
 @click.command()

@@ -113,7 +113,7 @@ def queued_in(app: App, queues: list[str]) -> int:
     """Jobs queued in these unpaused queues (from the job counts: one cheap read), 0 when
     the database does not answer: the first claims are sized by it (`worker/sizing.py`)."""
     try:
-        stats = app.storage.queue_stats()
+        stats = app.queue_stats()
     except (OnthedotError, OSError):
         return 0
     return sum(s.queued for s in stats if s.queue in queues and not s.paused)

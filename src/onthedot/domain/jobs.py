@@ -25,6 +25,36 @@ class JobState(StrEnum):
 FINISHED_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
+class JobAction(StrEnum):
+    """An operator's action on a job (one job, or every job a filter matches)."""
+
+    RETRY = "retry"  # a failed or cancelled job, queued again now with fresh attempts
+    CANCEL = "cancel"  # a queued job cancelled, a running one asked to stop
+    DELETE = "delete"  # a job that is not running, removed
+
+    @property
+    def done(self) -> str:
+        """What happened to the jobs, as a message says it."""
+        return _DONE[self]
+
+    @property
+    def eligible(self) -> str:
+        """Which jobs the action applies to."""
+        return _ELIGIBLE[self]
+
+
+_DONE = {
+    JobAction.RETRY: "queued again",
+    JobAction.CANCEL: "cancelled",
+    JobAction.DELETE: "deleted",
+}
+_ELIGIBLE = {
+    JobAction.RETRY: "failed or cancelled",
+    JobAction.CANCEL: "queued",
+    JobAction.DELETE: "not running",
+}
+
+
 @dataclass(slots=True)
 class NewJob:
     """A job about to be enqueued. `args`/`kwargs` are already validated JSON values.
@@ -179,6 +209,20 @@ class JobFilter:
     search: str | None = None  # substring of arguments or error
     before_id: int | None = None  # keyset pagination: ids strictly below this one
     limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class JobCount:
+    """How many jobs match a filter: `exact`, or estimated by the database's statistics (shown
+    as "about N"): counts of a queue, job name and state come exact from the counts kept with
+    the jobs; other filters are counted up to a cap, and estimated beyond it on PostgreSQL."""
+
+    n: int
+    exact: bool = True
+
+    def __str__(self) -> str:
+        text = f"{self.n:,}".replace(",", "\u202f")
+        return text if self.exact else f"about {text}"
 
 
 @dataclass(frozen=True, slots=True)

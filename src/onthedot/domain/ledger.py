@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import NamedTuple
 
 from onthedot.domain.definitions import ScheduleDef
@@ -221,6 +222,23 @@ class SlotRecord:
             "actor": self.actor,
             "note": self.note,
         }
+
+
+class AuditAction(StrEnum):
+    """What an audit entry records (the audit log's `action` column)."""
+
+    CREATED = "created"  # a runtime schedule
+    UPDATED = "updated"
+    DELETED = "deleted"
+    PAUSED = "paused"
+    RESUMED = "resumed"
+    SKIPPED = "skipped"  # one slot
+    UNSKIPPED = "unskipped"
+    MANUAL = "manual"  # a run triggered now (a slot of outcome `manual`)
+    BACKFILLED = "backfilled"
+    RESET = "reset"
+    EXPECTED = "expected"  # an operator's expectation overrides
+    REMOVED = "removed"  # a declared schedule gone from the code
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
 import re
 import threading
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii
 from typing import Any, TypeAlias, cast
 
 from onthedot.domain.fields import check_text
@@ -25,6 +26,10 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 
 MAX_PAYLOAD_BYTES = 1_048_576  # documented limit: 1 MiB of JSON per job's arguments or result
 _LISTED = MAX_NESTING + 1  # the list of positional arguments (object of keyword ones) nests once
+
+# CPython's C encoder behind `json.dumps`: not public API (absent or None elsewhere), so it is
+# looked up, and `encode` falls back to `json.dumps` without it.
+c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 
 def check_json(value: object, where: str, *, limit: int = MAX_NESTING) -> JsonValue:

@@ -1,6 +1,6 @@
 """What fires at a tick: a pure function of the ledger row, the definition and the database's
-`now`. It never reads a clock and never touches storage. The rules are those of the contract
-(`SCHEDULING.md`, "Deciding what fires")."""
+`now`. It never reads a clock and never touches storage. The rules are those of docs/scheduling.md,
+"What fires at a tick"."""
 
 from __future__ import annotations
 

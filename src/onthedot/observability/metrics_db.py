@@ -1,5 +1,7 @@
-"""The gauges whose truth is the database, computed at scrape time from the storage's read verbs
-(`queue_stats`, `list_workers`, `list_schedule_rows`): a Prometheus custom collector.
+"""The gauges whose truth is the database, computed at scrape time from the App's reads (queue
+stats, workers, the schedule views the web admin shows): a Prometheus custom collector, the one
+exposition of these gauges (`/metrics` of the web admin and of `onthedot worker
+--metrics-port`). A schedule is late by the web admin's rule (`schedules.views.is_late`).
 
 A scrape while the database is down answers `onthedot_database_up 0` and nothing else from
 here, rather than failing the whole scrape.
@@ -7,22 +9,21 @@ here, rather than failing the whole scrape.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import QueueStats
-from onthedot.domain.ledger import LedgerRow
 from onthedot.domain.serving import alive as worker_alive
+from onthedot.domain.workers import WorkerRow
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
-from onthedot.observability.metrics_health import health_families
-from onthedot.storage.interface import Storage, WorkerRow
+from onthedot.observability.metrics_health import gauges, health_families
+from onthedot.schedules.views import ScheduleView, is_late, overdue
 
 if TYPE_CHECKING:
     from onthedot.schedules.health import HealthReport
@@ -30,13 +31,18 @@ if TYPE_CHECKING:
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 
 
-class _Registry(Protocol):
-    def declared_or_invalid(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]: ...
-
-
 class _Schedules(Protocol):
-    @property
-    def registry(self) -> _Registry: ...
+    def views(self) -> list[ScheduleView]: ...
+
+
+class _Operations(Protocol):
+    def now(self) -> datetime: ...
+
+    def workers(self) -> list[WorkerRow]: ...
+
+    def ping(self, *, check_schema: bool = True) -> None: ...
+
+    def schema_version(self) -> tuple[int, int]: ...
 
 
 class _Health(Protocol):
@@ -59,10 +65,7 @@ class MetricsApp(Protocol):
     def lease(self) -> float: ...
 
     @property
-    def storage(self) -> Storage: ...
-
-    @property
-    def clock(self) -> Clock: ...
+    def operations(self) -> _Operations: ...
 
     @property
     def schedules(self) -> _Schedules: ...
@@ -83,11 +86,10 @@ class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("onthedot_database_up", "1 when the database answered.")
         try:
-            storage = self.app.storage
-            now = self.app.clock.fixed_now() or storage.db_now()
+            now = self.app.operations.now()
             queues = self.app.queue_stats()
-            workers = storage.list_workers()
-            rows = storage.list_schedule_rows()
+            workers = self.app.operations.workers()
+            views = self.app.schedules.views()
             health = self.app.health.report()
         except (OnthedotError, OSError):
             up.add_metric([], 0)
@@ -97,13 +99,8 @@ class DatabaseCollector(Collector):
         yield up
         yield from _queue_metrics(queues)
         yield from _worker_metrics(workers, self.app.lease)
-        _, invalid = self.app.schedules.registry.declared_or_invalid()
-        yield from _schedule_metrics(rows, now, self.late_after, len(invalid))
-        for family in health_families(health):  # schedule health: observability/metrics_health
-            gauge = GaugeMetricFamily(family.name, family.help, labels=list(family.labels))
-            for values, value in family.samples:
-                gauge.add_metric(list(values), value)
-            yield gauge
+        yield from _schedule_metrics(views, now, self.late_after)
+        yield from gauges(health_families(health))  # schedule health: metrics_health.py
 
 
 def _queue_metrics(queues: list[QueueStats]) -> Iterator[Metric]:
@@ -143,7 +140,7 @@ def _worker_metrics(workers: list[WorkerRow], lease: float) -> Iterator[Metric]:
 
 
 def _schedule_metrics(
-    rows: list[LedgerRow], now: datetime, late_after: float, invalid: int
+    views: list[ScheduleView], now: datetime, late_after: float
 ) -> Iterator[Metric]:
     lag = GaugeMetricFamily(
         "onthedot_schedule_lag_seconds",
@@ -160,20 +157,18 @@ def _schedule_metrics(
         "Overdue slots a schedule folded into one run.",
         labels=["schedule"],
     )
-    paused = late = missed_all = 0
-    for row in rows:
-        if row.removed_at is not None:
-            continue
-        overdue = 0.0
-        if row.paused:
-            paused += 1
-        elif row.next_due_at is not None:
-            overdue = max(0.0, (now - row.next_due_at).total_seconds())
-        late += overdue > late_after
-        missed_all += row.missed_total
-        lag.add_metric([row.key], overdue)
-        missed.add_metric([row.key], row.missed_total)
-        coalesced.add_metric([row.key], row.coalesced_total)
+    paused = late = invalid = missed_all = 0
+    for view in views:
+        status = view["status"]
+        invalid += status == "invalid"
+        if status in ("pending", "removed") or view["cursor"] is None:
+            continue  # no ledger row yet, or removed
+        paused += status == "paused"
+        late += is_late(view, now, late_after)
+        missed_all += view["missed"]
+        lag.add_metric([view["key"]], overdue(view, now))
+        missed.add_metric([view["key"]], view["missed"])
+        coalesced.add_metric([view["key"]], view["coalesced"])
     yield from (lag, missed, coalesced)
     yield GaugeMetricFamily(
         "onthedot_schedules_paused", "Schedules paused by an operator.", value=paused
@@ -184,7 +179,7 @@ def _schedule_metrics(
         value=late,
     )
     yield GaugeMetricFamily(
-        "onthedot_schedules_invalid", "Declared schedules failing validation.", value=invalid
+        "onthedot_schedules_invalid", "Schedules failing validation.", value=invalid
     )
     yield CounterMetricFamily(
         "onthedot_schedules_missed", "Slots missed by all schedules.", value=missed_all

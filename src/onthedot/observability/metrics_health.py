@@ -1,7 +1,6 @@
 """Schedule health as Prometheus metrics (docs/health.md), from the health report every reader
-shares (`app.health.report()`), as plain data: the `prometheus_client` collector
-(`metrics_db.py`) and the web admin's hand-written exposition both render these families, so
-the two expositions never disagree. Nothing here imports prometheus_client.
+shares (`app.health.report()`), as plain data that the one `prometheus_client` collector
+(`metrics_db.py`) yields on every scrape. prometheus_client is imported only when rendering.
 
 The rules shipped in deploy/prometheus/onthedot-alerts.yml alert on them."""
 
@@ -13,6 +12,8 @@ from typing import TYPE_CHECKING
 from onthedot.domain.watch import ProblemKind
 
 if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
     from onthedot.schedules.health import HealthReport
 
 
@@ -87,17 +88,28 @@ def health_families(report: HealthReport) -> list[Family]:
     return [success, lateness, grace, period, runtime, problem, by_kind]
 
 
-def text_exposition(families: list[Family]) -> list[str]:
-    """The families in the Prometheus text format (version 0.0.4), one line each."""
-    out: list[str] = []
-    for f in families:
-        out.append(f"# HELP {f.name} {f.help}")
-        out.append(f"# TYPE {f.name} gauge")
-        for values, value in f.samples:
-            labels = ",".join(f'{n}="{_escape(v)}"' for n, v in zip(f.labels, values, strict=True))
-            out.append(f"{f.name}{{{labels}}} {value!r}" if labels else f"{f.name} {value!r}")
+def gauges(families: list[Family]) -> list[Metric]:
+    """The families as prometheus_client gauge families (the collector yields them)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    out: list[Metric] = []
+    for family in families:
+        gauge = GaugeMetricFamily(family.name, family.help, labels=list(family.labels))
+        for values, value in family.samples:
+            gauge.add_metric(list(values), value)
+        out.append(gauge)
     return out
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def text_exposition(families: list[Family]) -> list[str]:
+    """The families in the Prometheus text format (version 0.0.4), one line each, rendered by
+    prometheus_client as `/metrics` renders them."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    class Fixed:
+        def collect(self) -> list[Metric]:
+            return gauges(families)
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Fixed())
+    return generate_latest(registry).decode().splitlines()

@@ -10,21 +10,17 @@ from onthedot.domain.errors import OnthedotError
 from onthedot.observability import metrics
 from onthedot.observability.metrics_db import MetricsApp
 from onthedot.observability.probes import TEXT, Answer, HeartbeatWatch, ProbeServer, ok_or
-from onthedot.storage.interface import Storage
 
 
 class ServedApp(MetricsApp, Protocol):
     commands: CommandLine  # where the hint says how to migrate
 
-    def raw_storage(self) -> Storage: ...
-
 
 def readiness(app: ServedApp) -> str | None:
     """Why the database is not ready for this worker, or None."""
     try:
-        storage = app.raw_storage()
-        storage.ping()
-        current, latest = storage.schema_version()
+        app.operations.ping(check_schema=False)
+        current, latest = app.operations.schema_version()
     except (OnthedotError, OSError) as exc:
         text = str(exc).strip().splitlines()
         return f"database unavailable: {text[0] if text else type(exc).__name__}"

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from onthedot.clock import Clock
 from onthedot.domain.fields import check_text
-from onthedot.domain.ledger import AuditEntry
+from onthedot.domain.ledger import AuditAction, AuditEntry
 from onthedot.domain.payload import JsonObject
 from onthedot.observability.events import EventBus, ScheduleChanged
 from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
-    from onthedot.storage.interface import Storage
+    from onthedot.storage.roles import LedgerStore
 
 
 def default_actor() -> str:
@@ -39,7 +39,7 @@ class AuditTrail:
 
     def __init__(
         self,
-        storage: Callable[[], Storage],
+        storage: Callable[[], LedgerStore],
         clock: Clock,
         events: EventBus,
         wakeups: WakeupHub,
@@ -51,7 +51,7 @@ class AuditTrail:
 
     def record(
         self,
-        action: str,
+        action: AuditAction,
         key: str,
         actor: str | None,
         note: str | None = None,
@@ -62,14 +62,14 @@ class AuditTrail:
         self._storage().add_audit(
             AuditEntry(
                 actor=who,
-                action=action,
+                action=str(action),
                 key=key,
                 note=note,
                 details=details,
                 at=self._clock.fixed_now(),
             )
         )
-        self._events.emit(ScheduleChanged(key=key, action=action, actor=who, note=note))
+        self._events.emit(ScheduleChanged(key=key, action=str(action), actor=who, note=note))
         self._wakeups.schedules_changed()
 
     def entries(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:

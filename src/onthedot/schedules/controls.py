@@ -16,7 +16,7 @@ from onthedot.clock import Clock
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.fields import text_problem
 from onthedot.domain.jobs import MANUAL_PREFIX, NewJob, iso
-from onthedot.domain.ledger import AuditEntry, SlotOutcome, SlotRecord
+from onthedot.domain.ledger import AuditAction, AuditEntry, SlotOutcome, SlotRecord
 from onthedot.domain.payload import JsonObject
 from onthedot.domain.slots import slot_job
 from onthedot.schedules.audit import check_operator_text, default_actor
@@ -128,7 +128,7 @@ class OperatorControls:
                 next_due_at=until,
             ),
         )
-        self._audit.record("paused", key, who, note, {"until": iso(until)})
+        self._audit.record(AuditAction.PAUSED, key, who, note, {"until": iso(until)})
         return self._views.get(key)
 
     def resume(
@@ -147,7 +147,7 @@ class OperatorControls:
             patch = _end_pause(row, sched, now)
         self._storage().update_operator_state(key, patch)
         self._storage().recheck_health([key])
-        self._audit.record("resumed", key, actor, note, {"catchup": catchup})
+        self._audit.record(AuditAction.RESUMED, key, actor, note, {"catchup": catchup})
         return self._views.get(key)
 
     def skip(
@@ -189,7 +189,7 @@ class OperatorControls:
         )
         if not recorded:
             raise ScheduleError(f"slot {iso(target)} of {key!r} is already in the history")
-        self._audit.record("skipped", key, who, note, {"slot": iso(target)})
+        self._audit.record(AuditAction.SKIPPED, key, who, note, {"slot": iso(target)})
         return target
 
     def unskip(
@@ -202,7 +202,7 @@ class OperatorControls:
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not in the future any more")
         if not self._storage().delete_slot(key, slot, SlotOutcome.SKIPPED_OPERATOR):
             raise ScheduleError(f"slot {iso(slot)} of {key!r} is not skipped")
-        self._audit.record("unskipped", key, actor, note, {"slot": iso(slot)})
+        self._audit.record(AuditAction.UNSKIPPED, key, actor, note, {"slot": iso(slot)})
 
     def trigger(self, key: str, *, note: str | None = None, actor: str | None = None) -> int:
         """Run now: enqueue the schedule's job at once. Its slot is the instant it was asked for
@@ -227,7 +227,7 @@ class OperatorControls:
                 f"{key!r} already has a run at {iso(at)} in its slot history: try again in a second"
             )
         job_id = inserted[0].job_id
-        self._audit.record(SlotOutcome.MANUAL, key, who, note, {"job_id": job_id})
+        self._audit.record(AuditAction.MANUAL, key, who, note, {"job_id": job_id})
         return job_id
 
     def backfill(
@@ -299,7 +299,7 @@ class OperatorControls:
             [r.job_id for r in inserted if r.job_id is not None],
         )
         self._audit.record(
-            "backfilled",
+            AuditAction.BACKFILLED,
             key,
             who,
             note,
@@ -327,7 +327,7 @@ class OperatorControls:
             "unpaused": row.paused,
             "expectations": expected,
         }
-        self._audit.record("reset", key, actor, note, details)
+        self._audit.record(AuditAction.RESET, key, actor, note, details)
 
     def audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
         """The audit log, newest first."""

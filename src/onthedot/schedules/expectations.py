@@ -14,6 +14,7 @@ from onthedot.domain.expectations import (
     parse_expectations,
     stored_expectations,
 )
+from onthedot.domain.ledger import AuditAction
 from onthedot.domain.payload import JsonObject
 from onthedot.schedules.audit import default_actor
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from onthedot.domain.ledger import LedgerRow
     from onthedot.schedules.audit import AuditTrail
     from onthedot.schedules.registry import ScheduleRegistry
-    from onthedot.storage.interface import Storage
+    from onthedot.storage.health import HealthStorage
 
 UNCHANGED: Any = object()  # an expectation `expect` leaves as it is
 
@@ -31,7 +32,7 @@ class ExpectationControls:
 
     def __init__(
         self,
-        storage: Callable[[], Storage],
+        storage: Callable[[], HealthStorage],
         registry: ScheduleRegistry,
         audit: AuditTrail,
         require_row: Callable[[str, str | None, str | None], LedgerRow],
@@ -75,7 +76,9 @@ class ExpectationControls:
         stored = overrides or None
         if not self._storage().set_expectations(key, stored, actor=who, note=note):
             raise ScheduleError(f"schedule {key!r} has no health row yet: start a worker first")
-        self._audit.record("expected", key, who, note, {"overrides": stored, "cleared": clear})
+        self._audit.record(
+            AuditAction.EXPECTED, key, who, note, {"overrides": stored, "cleared": clear}
+        )
         return self._declared(row).with_overrides(stored)
 
     def expectations(self, key: str) -> Expectations:

@@ -20,7 +20,7 @@ from onthedot.domain.definitions import (
 )
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.fields import text_problem
-from onthedot.domain.ledger import LedgerRow
+from onthedot.domain.ledger import AuditAction, LedgerRow
 from onthedot.schedules.audit import check_operator_text
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class RuntimeSchedules:
         row = self._dynamic_ledger_row(sched, cursor=now, reason="created")
         self._storage().upsert_dynamic(row)
         self._audit.record(
-            "created", key, actor, details={"spec": row.spec, **(row.definition or {})}
+            AuditAction.CREATED, key, actor, details={"spec": row.spec, **(row.definition or {})}
         )
         return self._views.get(key)
 
@@ -168,7 +168,7 @@ class RuntimeSchedules:
         self._storage().upsert_dynamic(new_row)
         self._storage().recheck_health([key])  # its expectations may have changed
         self._audit.record(
-            "updated",
+            AuditAction.UPDATED,
             key,
             actor,
             details={
@@ -184,7 +184,10 @@ class RuntimeSchedules:
         self._dynamic_row(key, "delete", actor)
         cancelled = self._storage().delete_schedule(key, cancel_queued=not keep_jobs)
         self._audit.record(
-            "deleted", key, actor, details={"cancelled_jobs": cancelled, "kept_jobs": keep_jobs}
+            AuditAction.DELETED,
+            key,
+            actor,
+            details={"cancelled_jobs": cancelled, "kept_jobs": keep_jobs},
         )
         return cancelled
 

@@ -45,6 +45,22 @@ class ScheduleView(TypedDict):
     problems: NotRequired[list[str]]  # why an invalid schedule is invalid
 
 
+def overdue(view: ScheduleView, now: datetime) -> float:
+    """Seconds an active schedule's next slot is overdue (0 when on time, and for a schedule
+    that is not active: paused, pending, removed or invalid)."""
+    due = view.get("next_due_at")
+    if view.get("status") != "active" or not due:
+        return 0.0
+    return max(0.0, (now - datetime.fromisoformat(due)).total_seconds())
+
+
+def is_late(view: ScheduleView, now: datetime, late_after: float) -> bool:
+    """The one "late schedule" rule (the web admin's pages, `/metrics` and the workers'
+    metrics): active, its next slot overdue by more than `late_after` seconds, so no worker
+    running the scheduler is ticking it."""
+    return overdue(view, now) > late_after
+
+
 class ScheduleViews:
     """Every schedule, declared or runtime, as its ledger row and its definition show it."""
 

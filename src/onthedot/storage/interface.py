@@ -1,419 +1,59 @@
-"""The one storage protocol: domain verbs, each with its contract. Every backend passes the
-conformance suite in `tests/storage/contract/`.
-
-Time: the storage is given the clock once. Its `fixed_now()` is the "now" of every verb; None
-(the system clock) means the database clock (PostgreSQL `now()`, SQLite's host clock), a
-datetime (a test's manual clock) replaces it. `at(now)` is the same storage at another time.
-"""
+"""The storage contract: `Storage`, every role's verbs over one database (the roles are in
+storage/roles.py, schedule health's in storage/health.py), and the records they take and
+return (storage/records.py, re-exported here). Every backend implements it all and passes the
+conformance suite in `tests/storage/contract/`; a consumer depends on the roles it uses."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from datetime import datetime
-from enum import Enum
-from typing import Any, NamedTuple, Protocol
+from typing import Protocol
 
-from onthedot.domain.jobs import ClaimedJob, Job, JobFilter, NewJob, Outcome, QueueStats, iso
-from onthedot.domain.ledger import AuditEntry, DueRow, LedgerRow, SlotRecord, SyncReport, TickPlan
-from onthedot.domain.payload import JsonObject
-from onthedot.domain.rescue import Lease
+from onthedot.domain.workers import WorkerInfo, WorkerRow
 from onthedot.storage.health import HealthStorage
-from onthedot.storage.wakeup import Wakeup
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerInfo:
-    id: str
-    hostname: str
-    pid: int
-    queues: tuple[str, ...]
-    concurrency: int
-    scheduler: bool = True
-    generation: int = 0
-    jobs: tuple[str, ...] = ()  # the job names it can run (registered in its code)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerRow:
-    id: str
-    hostname: str
-    pid: int
-    queues: tuple[str, ...]
-    concurrency: int
-    scheduler: bool
-    generation: int
-    started_at: datetime
-    heartbeat_at: datetime
-    stopping: bool
-    heartbeat_age: float  # seconds, by the database clock
-    running_jobs: int
-    jobs: tuple[str, ...] = ()  # the job names it can run
-
-    def to_json(self) -> JsonObject:
-        return {
-            "id": self.id,
-            "hostname": self.hostname,
-            "pid": self.pid,
-            "queues": list(self.queues),
-            "concurrency": self.concurrency,
-            "jobs": list(self.jobs),
-            "scheduler": self.scheduler,
-            "generation": self.generation,
-            "started_at": iso(self.started_at),
-            "heartbeat_at": iso(self.heartbeat_at),
-            "heartbeat_age": round(self.heartbeat_age, 3),
-            "stopping": self.stopping,
-            "running_jobs": self.running_jobs,
-        }
-
-
-class CallerConnection(Protocol):
-    """A connection inside the caller's own open transaction (PostgreSQL: a psycopg
-    Connection), for enqueueing jobs that commit or roll back with the caller's writes."""
-
-    def cursor(self, *args: Any, **kwargs: Any) -> Any: ...
-
-
-class Keep(Enum):
-    """An operator-state field left as it is."""
-
-    KEEP = "keep"
-
-
-KEEP = Keep.KEEP
-
-
-@dataclass(frozen=True, slots=True)
-class OperatorPatch:
-    """Operator state of one ledger row to change (pause, cursor, missed counters); a field
-    left at KEEP keeps its value. None is a value (for example no pause end)."""
-
-    paused: bool | Keep = KEEP
-    paused_until: datetime | Keep | None = KEEP
-    pause_note: str | Keep | None = KEEP
-    paused_by: str | Keep | None = KEEP
-    paused_at: datetime | Keep | None = KEEP
-    cursor: datetime | Keep = KEEP
-    next_due_at: datetime | Keep | None = KEEP
-    missed_total: int | Keep = KEEP
-    last_missed_from: datetime | Keep | None = KEEP
-    last_missed_to: datetime | Keep | None = KEEP
-
-    def changes(self) -> dict[str, Any]:
-        """The fields to change, by name."""
-        return {f: v for f in self.__slots__ if (v := getattr(self, f)) is not KEEP}
-
-
-@dataclass(frozen=True, slots=True)
-class RescuedJob:
-    id: int
-    name: str
-    attempt: int
-    requeued: bool  # False: it had no attempts left and is now failed
-    queue: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Renewal:
-    """What a heartbeat did: the jobs whose leases it extended, and those of them with a
-    cancel request."""
-
-    renewed: frozenset[int]
-    cancel: frozenset[int]
-
-
-class EnqueuedSlot(NamedTuple):
-    """A slot history row a tick wrote. A named tuple rather than a frozen dataclass: a burst
-    returns one per slot (100k at once), and a tuple is two to three times cheaper to build."""
-
-    key: str
-    slot: datetime
-    outcome: str
-    job_id: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class TickResult:
-    """What one tick transaction did."""
-
-    now: datetime
-    rows: int  # due ledger rows examined
-    recorded: list[EnqueuedSlot] = field(default_factory=list)  # history rows written
-    conflicts: list[tuple[str, datetime]] = field(default_factory=list)  # slots already taken
-    plans: list[TickPlan] = field(default_factory=list)
-    fenced: bool = False
-    # Nothing was due (or fenced): no transaction was opened; `next_due_at` is the ledger's
-    # earliest next_due_at (None: none ever), so the caller knows how long to sleep, and
-    # `watch_at` the earliest health check (storage/health.py), read in the same statement.
-    idle: bool = False
-    next_due_at: datetime | None = None
-    watch_at: datetime | None = None
-
-
-class SyncTransaction(Protocol):
-    """An open sync transaction (see Storage.sync_declared)."""
-
-    now: datetime  # the transaction's clock
-    fenced: bool  # a newer generation is alive: nothing may be written
-    rows: list[LedgerRow]  # the rows to plan from (empty when fenced)
-
-    def apply(self, report: SyncReport, *, cancel_jobs_of: Sequence[str] = ()) -> dict[str, int]:
-        """Write the report's inserts, restarts and removals (nothing when fenced), after
-        cancelling the queued jobs of the removed keys in `cancel_jobs_of`, in the same
-        transaction. Returns the number of jobs cancelled per key."""
-
-
-class TickTransaction(Protocol):
-    """An open tick (see Storage.tick)."""
-
-    now: datetime  # the tick's clock
-    done: TickResult | None  # set when there is nothing to decide: idle, fenced, nothing due
-
-    def due_rows(self) -> Iterable[DueRow]:
-        """The due rows this tick holds locked."""
-
-    def apply(self, plans: Sequence[TickPlan]) -> TickResult:
-        """Write the plans' slot history rows, their jobs and the new ledger state."""
-
-
-class Storage(HealthStorage, Protocol):
-    """Domain verbs over one database (health's: storage/health.py). Thread-safe."""
-
-    backend: str  # "sqlite" | "postgresql"
-
-    # -- lifecycle and schema ---------------------------------------------------------------
-    def close(self) -> None:
-        """Release every connection. The object must not be used afterwards."""
-
-    def at(self, now: datetime | None) -> Storage:
-        """This storage, sharing its connections, with "now" fixed at `now` (None: the
-        database clock): for ticks and checks at a chosen instant."""
-
-    def ping(self) -> None:
-        """Raise DatabaseUnavailable unless the database answers."""
-
-    def migrate(self, *, first_use: bool = False) -> list[int]:
-        """Apply pending migrations; return the versions applied. Safe to run concurrently.
-        With `first_use`, only on a backend that migrates itself on first use (SQLite)."""
-
-    def wakeup(self, queues: Collection[str]) -> Wakeup:
-        """A wake-up for a worker idle on these queues: woken when their jobs may be ready."""
-
-    def schema_version(self) -> tuple[int, int]:
-        """(version in the database, latest version this code knows)."""
-
-    def db_now(self) -> datetime:
-        """The database clock."""
-
-    # -- jobs -----------------------------------------------------------------------------
-    def enqueue(
-        self, jobs: Sequence[NewJob], *, connection: CallerConnection | None = None
-    ) -> list[int]:
-        """Insert jobs; return their ids in input order. A job whose `unique_key` matches a
-        queued-or-running job is not inserted: its slot in the result holds the existing id.
-        With `connection` (PostgreSQL), run inside the caller's transaction and never commit."""
-
-    async def aenqueue(self, jobs: Sequence[NewJob], *, connection: CallerConnection) -> list[int]:
-        """`enqueue(jobs, connection=connection)` for async callers: with a psycopg
-        AsyncConnection, inside its open transaction, awaited, never committing."""
-
-    def claim_jobs(
-        self,
-        worker_id: str,
-        queue: str,
-        limit: int,
-        lease: float,
-        *,
-        shared: bool = False,
-        names: Sequence[str] | None = None,
-    ) -> list[ClaimedJob]:
-        """Atomically move up to `limit` ready jobs of `queue` (run_at <= now) to `running`,
-        leased to `worker_id` until now+lease, counting an attempt; highest priority, then
-        oldest run_at, first. No job is handed to two workers at once. A job with a lock key
-        is skipped while another job with that key runs. `names`: only these job names (None:
-        any). `shared` (a worker's claim): solo jobs left out, a lost attempt not charged."""
-
-    def claim_alone(
-        self, worker_id: str, queue: str, lease: float, *, names: Sequence[str] | None = None
-    ) -> ClaimedJob | None:
-        """Claim the next ready solo job of `queue` alone (domain.rescue); its attempt counts."""
-
-    def finish_jobs(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
-        """Persist outcomes of jobs this worker holds; ignore jobs it no longer holds (rescued,
-        cancelled). Returns how many rows changed."""
-
-    def release_jobs(self, worker_id: str, job_ids: Sequence[int]) -> int:
-        """Give back claimed jobs that never started: queued again, the attempt not counted."""
-
-    def heartbeat(
-        self,
-        worker_id: str,
-        lease: float,
-        *,
-        held: Collection[int] | None = None,
-        started: Collection[int] = (),
-    ) -> Renewal:
-        """Mark the worker alive and extend the leases of its running jobs to now+lease (with
-        `held`, only of those: a job claimed by a statement whose reply was lost then expires
-        and is rescued); `started`: held jobs now executing. Return the jobs renewed and
-        those of them cancel-requested."""
-
-    def register_worker(self, worker: WorkerInfo) -> None:
-        """Insert (or replace) the worker's row."""
-
-    def deregister_worker(self, worker_id: str, *, stopping: bool = False) -> None:
-        """Delete the worker's row; with `stopping`, only mark it as shutting down (shown in
-        listings) until it is deleted."""
-
-    def queued_by_name(self) -> dict[str, int]:
-        """How many jobs are queued, by job name (from the job counts: no scan of the jobs)."""
-
-    def list_workers(self) -> list[WorkerRow]:
-        """Every registered worker, newest first, with its heartbeat age."""
-
-    def ending_leases(self, within: float, *, limit: int = 10000) -> list[Lease]:
-        """The leases of running jobs that end within `within` seconds from now (or ended),
-        soonest first: what a rescuer watches (`domain.rescue.LeaseWatch`)."""
-
-    def rescue_jobs(
-        self, *, limit: int = 1000, only: Collection[Lease] | None = None
-    ) -> list[RescuedJob]:
-        """Jobs running with an expired lease go back to queued (or to failed when they have no
-        attempts left), with a WorkerLost error recorded; with `only`, just those of them whose
-        lease is still as given (not renewed since it was read). Safe to run from every
-        worker."""
-
-    def prune(
-        self,
-        *,
-        older_than: datetime,
-        workers_older_than: datetime,
-        audit_older_than: datetime | None = None,
-    ) -> dict[str, int]:
-        """Delete finished jobs that finished before `older_than`, slot history behind each
-        ledger cursor recorded before it, ledger rows removed from code before it, worker
-        rows whose heartbeat is older than `workers_older_than`, and audit entries written
-        before `audit_older_than` (None: keep them all); counts per table. Batched as below."""
-
-    def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        """Delete at most `limit` jobs finished before `older_than`, oldest first, in one
-        transaction; how many (fewer than `limit`: none left)."""
-
-    def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
-        """True for exactly one caller per `every` seconds per task (no leader needed)."""
-
-    def seconds_until_ready(self, queues: Sequence[str]) -> float | None:
-        """Seconds (database clock) until the earliest queued job of these queues is ready;
-        zero or less when one is ready now; None when none is queued."""
-
-    def get_job(self, job_id: int) -> Job | None:
-        """The job, or None."""
-
-    def list_jobs(self, flt: JobFilter) -> list[Job]:
-        """Jobs matching the filter, newest id first, keyset-paginated by `before_id`."""
-
-    def count_jobs(self, flt: JobFilter) -> int:
-        """How many jobs match the filter (ignoring before_id and limit)."""
-
-    def queue_stats(self) -> list[QueueStats]:
-        """Depth per state for each queue, exact: the depths from the job counts kept with
-        the jobs, ready and the oldest ready age from an index range of the queued jobs."""
-
-    def job_action(self, action: str, job_id: int) -> Job | None:
-        """Apply an operator's action to one job and return it afterwards (None once deleted):
-        `retry` queues a failed or cancelled job again now with fresh attempts; `cancel`
-        cancels a queued job or asks a running one to stop; `delete` deletes a job that is not
-        running. Raises JobNotFound, or InvalidJobState when the job's state forbids it."""
-
-    def bulk_job_action(self, action: str, flt: JobFilter) -> int:
-        """Apply `retry`, `cancel` or `delete` to every job matching the filter."""
-
-    def set_queue_paused(self, queue: str, paused: bool, actor: str) -> None:
-        """Pause or resume claiming from a queue."""
-
-    def paused_queues(self) -> set[str]:
-        """Names of paused queues."""
-
-    def job_counts(
-        self, *, since: datetime, bucket_seconds: int = 3600
-    ) -> list[tuple[datetime, str, int]]:
-        """(bucket start, final state, count) of jobs finished since `since`, oldest bucket
-        first; buckets are `bucket_seconds` long (default one hour), aligned on the Unix epoch."""
-
-    # -- schedules --------------------------------------------------------------------------
-    def code_generation(self, code_hash: str) -> int:
-        """The generation number of a set of declared schedules (assigned on first sight)."""
-
-    def sync_declared(
-        self,
-        *,
-        generation: int,
-        fence_ttl: float,
-        keys: Sequence[str] = (),
-    ) -> AbstractContextManager[SyncTransaction]:
-        """Open the transaction reconciling the ledger with the code's declarations: it holds
-        the rows of `keys` and every code row not marked removed; the caller plans and applies.
-        Fenced (nothing may be written) while a live scheduler of a newer generation exists."""
-
-    def tick(
-        self,
-        *,
-        generation: int,
-        fence_ttl: float,
-        limit: int,
-        skip_keys: Sequence[str] = (),
-        expect_due: bool = False,
-    ) -> AbstractContextManager[TickTransaction]:
-        """Open one scheduler transaction holding up to `limit` due ledger rows locked (skipping
-        rows another scheduler holds); the caller decides and applies. A slot whose history row
-        already exists is not enqueued again. Fenced (`done`, nothing written) while a newer
-        generation is alive: the fence is checked inside that transaction. Rows of `skip_keys`
-        (and runtime rows with overlap "skip") get `active_jobs` filled.
-
-        While nothing is due it opens no transaction: one read gives the clock, the fence and
-        the earliest next_due_at (`done` is an `idle` result carrying `next_due_at`). With
-        `expect_due` (the caller's previous batch was full) it skips that read."""
-
-    def count_live_code_rows(self, keys: Sequence[str]) -> int:
-        """How many of these keys have a code ledger row not marked removed."""
-
-    def list_schedule_rows(self, keys: Collection[str] | None = None) -> list[LedgerRow]:
-        """Every ledger row (with `keys`, those of these keys), by key."""
-
-    def slot_history(
-        self,
-        key: str,
-        *,
-        limit: int | None = 50,
-        start: datetime | None = None,
-        end: datetime | None = None,
-    ) -> list[SlotRecord]:
-        """Slot history of a schedule, newest slot first, with each job's state; only slots
-        in [start, end] (None: unbounded); at most `limit` rows (None: all)."""
-
-    def upsert_dynamic(self, row: LedgerRow) -> None:
-        """Create or replace a dynamic schedule's definition (ledger row)."""
-
-    def delete_schedule(self, key: str, *, cancel_queued: bool) -> int:
-        """Delete a ledger row and its slot history; cancel its queued jobs when asked.
-        Returns how many jobs were cancelled."""
-
-    def update_operator_state(self, key: str, patch: OperatorPatch) -> LedgerRow | None:
-        """Change one row's operator state as the patch says; None if the key has no row."""
-
-    def record_slots(
-        self, records: Sequence[SlotRecord], jobs: Sequence[NewJob | None]
-    ) -> list[SlotRecord]:
-        """Insert slot history rows (with jobs where given) unless they exist; return the rows
-        inserted (with job ids)."""
-
-    def delete_slot(self, key: str, slot: datetime, outcome: str) -> bool:
-        """Delete one slot history row with the given outcome."""
-
-    def add_audit(self, entry: AuditEntry) -> None:
-        """Append to the audit log."""
-
-    def list_audit(self, key: str | None = None, *, limit: int = 100) -> list[AuditEntry]:
-        """Audit entries, newest first."""
+from onthedot.storage.records import (
+    KEEP,
+    CallerConnection,
+    EnqueuedSlot,
+    Keep,
+    OperatorPatch,
+    Renewal,
+    RescuedJob,
+    SyncTransaction,
+    TickResult,
+    TickTransaction,
+)
+from onthedot.storage.roles import (
+    AdminReads,
+    Claiming,
+    JobStore,
+    LedgerStore,
+    Lifecycle,
+    WorkerStore,
+)
+
+__all__ = [
+    "KEEP",
+    "AdminReads",
+    "CallerConnection",
+    "Claiming",
+    "EnqueuedSlot",
+    "JobStore",
+    "Keep",
+    "LedgerStore",
+    "Lifecycle",
+    "OperatorPatch",
+    "Renewal",
+    "RescuedJob",
+    "Storage",
+    "SyncTransaction",
+    "TickResult",
+    "TickTransaction",
+    "WorkerInfo",
+    "WorkerRow",
+    "WorkerStore",
+]
+
+
+class Storage(
+    Lifecycle, JobStore, Claiming, WorkerStore, AdminReads, LedgerStore, HealthStorage, Protocol
+):
+    """Every verb over one database. Thread-safe."""

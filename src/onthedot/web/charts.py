@@ -42,7 +42,7 @@ def buckets(
     counts: Sequence[tuple[datetime, str, int]], *, end: datetime, size: int, n: int
 ) -> list[Bucket]:
     """The `n` buckets of `size` seconds ending with the one holding `end`, filled from
-    `storage.job_counts` rows (epoch-aligned, like the storage's)."""
+    `storage.finished_counts` rows (epoch-aligned, like the storage's)."""
     last = int(end.timestamp()) // size * size
     first = last - (n - 1) * size
     found: dict[int, dict[str, int]] = {}

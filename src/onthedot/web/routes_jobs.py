@@ -5,21 +5,12 @@ from __future__ import annotations
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from onthedot.domain.jobs import Job, JobState
+from onthedot.domain.jobs import Job, JobAction, JobState
 from onthedot.web.forms import PAGE_SIZE, JobQuery, NotFound, flag, local_path
 from onthedot.web.forms import job_id as parse_job_id
 from onthedot.web.handlers import Page, action, page
 
-BULK_ACTIONS = {
-    "retry": "Retry",
-    "cancel": "Cancel",
-    "delete": "Delete",
-}
-BULK_ELIGIBLE = {
-    "retry": "failed or cancelled",
-    "cancel": "queued",
-    "delete": "not running",
-}
+BULK_ACTIONS = {a.value: a.value.capitalize() for a in JobAction}  # verb -> button label
 
 
 @page
@@ -47,8 +38,7 @@ def jobs_list(pg: Page) -> Response:
 def jobs_count(pg: Page) -> Response:
     """How many jobs match (loaded after the page, so a slow count never delays it)."""
     query = JobQuery.parse(pg.query)
-    n = pg.app.storage.count_jobs(query.filter(page=False))
-    return HTMLResponse(f"{n:,} matching".replace(",", "\u202f"))
+    return HTMLResponse(f"{pg.app.operations.tally_jobs(query.filter(page=False))} matching")
 
 
 @page
@@ -108,19 +98,20 @@ def jobs_bulk(pg: Page) -> Response:
     verb = pg.request.path_params["verb"]
     if verb not in BULK_ACTIONS:
         raise NotFound(f"no bulk action {verb!r}: use retry, cancel or delete")
+    act = JobAction(verb)
     query = JobQuery.parse(pg.form)
     if not flag(pg.form.get("confirm")):
-        matching = pg.app.storage.count_jobs(query.filter(page=False))
+        matching = pg.app.operations.tally_jobs(query.filter(page=False))
         return pg.render(
             "bulk_confirm.html",
             verb=verb,
             label=BULK_ACTIONS[verb],
-            eligible=BULK_ELIGIBLE[verb],
+            eligible=act.eligible,
             query=query,
             matching=matching,
         )
-    n = pg.app.storage.bulk_job_action(verb, query.filter(page=False))
-    done = {"retry": "queued again", "cancel": "cancelled", "delete": "deleted"}[verb]
+    n = pg.app.operations.act_on_all(act, query.filter(page=False))
+    done = act.done
     target = "/jobs" + (f"?{query.query()}" if not query.empty else "")
     return pg.redirect(target, f"{n} job(s) {done}")
 

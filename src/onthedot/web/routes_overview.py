@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from onthedot.observability.metrics_health import health_families, text_exposition
 from onthedot.web.charts import Bucket, buckets, throughput
 from onthedot.web.handlers import Page, page
-from onthedot.web.health import Health, prometheus
+from onthedot.web.health import Health
 
 MINUTE, HOUR = 60, 3600
 
@@ -17,7 +16,7 @@ MINUTE, HOUR = 60, 3600
 def overview(pg: Page) -> Response:
     health = Health.read(pg.app, pg.now, pg.web.late_after)
     # The last day by minute serves both charts (read incrementally: see throughput.py).
-    counts = pg.web.throughput.counts(pg.app.storage, pg.now)
+    counts = pg.web.throughput.counts(pg.app.operations, pg.now)
     last_hour = buckets(counts, end=pg.now, size=MINUTE, n=60)
     last_day = buckets(counts, end=pg.now, size=HOUR, n=24)
     return pg.render(
@@ -41,19 +40,12 @@ def _sums(data: list[Bucket]) -> dict[str, int]:
 
 @page
 def metrics(pg: Page) -> Response:
-    try:
-        from onthedot.observability import metrics as prom
-    except ImportError:  # without the prometheus extra: the database gauges, hand-written
-        pass
-    else:
-        body = prom.render(pg.app, late_after=pg.web.late_after)
-        return Response(body, media_type=prom.CONTENT_TYPE)
-    health = Health.read(pg.app, pg.now, pg.web.late_after)
-    schedules = text_exposition(health_families(pg.app.health.report()))
-    return PlainTextResponse(
-        prometheus(health) + "\n".join(schedules) + "\n",
-        media_type="text/plain; version=0.0.4; charset=utf-8",
-    )
+    """The one exposition (observability/metrics.py): the database gauges, schedule health,
+    and the event counters of this process."""
+    from onthedot.observability import metrics as prom
+
+    body = prom.render(pg.app, late_after=pg.web.late_after)
+    return Response(body, media_type=prom.CONTENT_TYPE)
 
 
 routes = [

@@ -17,7 +17,7 @@ from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter
 from onthedot.schedules.backfill import BACKFILL_BOUND
 from onthedot.schedules.health import ScheduleHealth
-from onthedot.schedules.views import ScheduleView
+from onthedot.schedules.views import ScheduleView, is_late
 from onthedot.web.charts import sparkline, timeline
 from onthedot.web.forms import (
     BadInput,
@@ -30,7 +30,6 @@ from onthedot.web.forms import (
     text,
 )
 from onthedot.web.handlers import Page, action, page
-from onthedot.web.health import is_late
 
 NEXT_SLOTS = 5
 
@@ -97,7 +96,7 @@ def schedule_page(pg: Page) -> Response:
                 break
             nexts.append(n)
             t = n
-    history = pg.app.storage.slot_history(key, limit=50)
+    history = pg.app.operations.slot_history(key, limit=50)
     try:
         skipped = pg.app.schedules.skipped(key)
     except ScheduleError:

@@ -13,7 +13,7 @@ from onthedot.web.health import Health
 
 @page
 def workers(pg: Page) -> Response:
-    found = pg.app.storage.list_workers()
+    found = pg.app.operations.workers()
     health = Health(
         queues=[], workers=found, schedules=[], lease=pg.app.lease, late_after=0, now=pg.now
     )
@@ -37,14 +37,14 @@ def _queue(pg: Page) -> str:
 @action
 def queue_pause(pg: Page) -> Response:
     name = _queue(pg)
-    pg.app.storage.set_queue_paused(name, True, pg.actor)
+    pg.app.operations.set_queue_paused(name, True, pg.actor)
     return pg.redirect("/queues", f"queue {name} paused: workers stop claiming its jobs")
 
 
 @action
 def queue_resume(pg: Page) -> Response:
     name = _queue(pg)
-    pg.app.storage.set_queue_paused(name, False, pg.actor)
+    pg.app.operations.set_queue_paused(name, False, pg.actor)
     return pg.redirect("/queues", f"queue {name} resumed")
 
 

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from onthedot.storage.interface import Storage
+from typing import Protocol
 
 MINUTE = 60
 DAY = 24 * 3600
@@ -20,13 +17,19 @@ SETTLE = 2 * MINUTE  # minutes younger than this may still grow (clocks of hosts
 Count = tuple[datetime, str, int]
 
 
+class FinishedCounts(Protocol):
+    """Where the counts come from (`app.operations`)."""
+
+    def finished_counts(self, *, since: datetime, bucket_seconds: int = 3600) -> list[Count]: ...
+
+
 class Throughput:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._closed: dict[int, dict[str, int]] = {}  # minute start -> state -> count
         self._through: int | None = None  # every minute before this one is in _closed
 
-    def counts(self, storage: Storage, now: datetime) -> list[Count]:
+    def counts(self, source: FinishedCounts, now: datetime) -> list[Count]:
         """(minute start, state, count) for every minute of the day before `now`."""
         current = int(now.timestamp()) // MINUTE * MINUTE
         start = current - DAY + MINUTE
@@ -36,7 +39,9 @@ class Throughput:
             if through is None or through < start or through > current:
                 through = None  # first read, or the clock jumped: read the whole day
         since = start if through is None else through
-        rows = storage.job_counts(since=datetime.fromtimestamp(since, UTC), bucket_seconds=MINUTE)
+        rows = source.finished_counts(
+            since=datetime.fromtimestamp(since, UTC), bucket_seconds=MINUTE
+        )
         fresh: list[Count] = []
         with self._lock:
             if through is None:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from onthedot.clock import Clock
+from onthedot.domain.retention import Retention
 from onthedot.domain.retry import Backoff
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
@@ -76,7 +77,7 @@ class WorkerDeps:
     resolve: Callable[[str], RunnableJob]
     check_schema: Callable[[], None]
     lease: float
-    retention: timedelta
+    retention: Retention  # how long finished jobs are kept, per state and job
     wakeups: JobsWakeups
     scheduler: SchedulerFactory | None = None
     instrumentation: Instrumentation | None = None

@@ -9,13 +9,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TypeVar
 
 from onthedot.clock import REAL, Clock, backoff_delay, lease_clock
 from onthedot.domain.errors import DatabaseUnavailable
 from onthedot.domain.rescue import LeaseWatch
+from onthedot.domain.retention import Retention
 from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
+from onthedot.pruning import PrunePass
 from onthedot.storage.interface import Storage
 from onthedot.worker.services import Service
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
@@ -94,7 +96,7 @@ class Keeper:
         clock: Clock,
         events: EventBus,
         lease: float,
-        retention: timedelta,
+        retention: Retention | timedelta,
         pipeline: Pipeline,
         running: RunningJobs,
         flags: Flags,
@@ -109,7 +111,9 @@ class Keeper:
         self.clock = clock
         self.events = events
         self.lease = lease
-        self.retention = retention
+        self.retention = (
+            Retention.parse(retention) if isinstance(retention, timedelta) else retention
+        )
         self.audit_retention = audit_retention
         self.heartbeat_every = min(max(lease / 3, 0.05), 10.0)
         self.pipeline = pipeline
@@ -119,7 +123,8 @@ class Keeper:
         self.enforce_timeouts = enforce_timeouts
         self.refresh_paused = refresh_paused
         self.prune_step = prune_step
-        self._pass: _PrunePass | None = None
+        self._pass: PrunePass | None = None
+        self._renewed = 0.0  # when the running pass last renewed the maintenance turn
         self.watch = LeaseWatch(lease)
         self.passes = 0  # rescue turns taken
         self.rescued = 0  # jobs rescued
@@ -267,26 +272,29 @@ class Keeper:
         return self.watch.watching()
 
     def prune(self) -> bool:
-        """One step of a prune pass (at most `prune_step` jobs deleted); True while the pass
-        has more to delete. A pass starts when this worker wins the maintenance turn and
-        keeps the turn while it lasts; its last step prunes the other tables."""
+        """One step of a prune pass (at most `prune_step` jobs deleted, of one job name and
+        final state, by its retention); True while the pass has more to delete. A pass starts
+        when this worker wins the maintenance turn and keeps the turn while it lasts; its last
+        step prunes the other tables."""
         if self._pass is None:
             if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
                 return False
-            now = self.storage.db_now()
-            self._pass = _PrunePass(now, self.clock.monotonic())
+            # The keeper's clock decides (a test may give it another than its storage's).
+            now = self.clock.fixed_now() or self.storage.db_now()
+            self._pass = PrunePass(self.storage, self.retention, now)
+            self._renewed = self.clock.monotonic()
         p = self._pass
-        n = self.storage.prune_jobs(older_than=p.now - self.retention, limit=self.prune_step)
-        p.jobs += n
-        if n >= self.prune_step:
-            if self.clock.monotonic() - p.renewed > PRUNE_EVERY / 5:
+        if p.step(self.prune_step):
+            if self.clock.monotonic() - self._renewed > PRUNE_EVERY / 5:
                 # Still at it: keep the turn, so no other worker starts a pass beside this one.
                 self.storage.acquire_maintenance("prune", 0, self.worker_id)
-                p.renewed = self.clock.monotonic()
+                self._renewed = self.clock.monotonic()
             return True
         self._pass = None
+        # Slot history and removed ledger rows are kept as long as the longest-kept job (every
+        # job older than that is gone by now, so the jobs pass inside deletes nothing more).
         counts = self.storage.prune(
-            older_than=p.now - self.retention,
+            older_than=p.now - self.retention.longest(),
             workers_older_than=p.now - timedelta(seconds=max(self.lease * 10, 3600)),
             audit_older_than=None if self.audit_retention is None else p.now - self.audit_retention,
         )
@@ -294,13 +302,3 @@ class Keeper:
         if any(counts.values()):
             log.info("pruned %s", " ".join(f"{k}={v}" for k, v in counts.items()))
         return False
-
-
-class _PrunePass:
-    """A prune pass under way: its cut-off instant, jobs deleted so far, when it last renewed
-    the maintenance turn (monotonic)."""
-
-    def __init__(self, now: datetime, renewed: float) -> None:
-        self.now = now
-        self.renewed = renewed
-        self.jobs = 0

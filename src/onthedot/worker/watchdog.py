@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from onthedot.domain.errors import JobNotRegistered, OnthedotError
 from onthedot.domain.jobs import ClaimedJob, Outcome
 from onthedot.domain.retry import Backoff
-from onthedot.storage.interface import Storage
+from onthedot.storage.roles import Claiming
 from onthedot.worker.execute import timed_out
 
 log = logging.getLogger("onthedot.worker")
@@ -111,7 +111,7 @@ class ChildWatch:
 
 
 def charge_timeouts(
-    storage: Storage,
+    storage: Claiming,
     backoff_of: Callable[[str], Backoff | None],
     worker_id: str,
     jobs: Sequence[Overran],

@@ -231,3 +231,23 @@ def test_queued_by_name_counts_only_queued_jobs(storage: Storage) -> None:
     storage.at(T0).enqueue([new_job("a"), new_job("a"), new_job("b"), new_job("c")])
     storage.at(at(1)).claim_jobs("w", "default", 1, 30)  # one `a` now runs: not queued
     assert storage.queued_by_name() == {"a": 1, "b": 1, "c": 1}
+
+
+def test_a_paused_queue_is_checked_in_the_claim_itself(storage: Storage) -> None:
+    """`queues pause` holds every claim that starts after it returns, whatever a worker's
+    cached list of paused queues says (it was re-read only every 2 s: a job enqueued just
+    after the pause ran)."""
+    # A job lost beside others (a shared claim rescued) is claimed alone after: `solo`.
+    (solo,) = storage.at(T0).enqueue([new_job("s", queue="mail")])
+    assert len(storage.at(T0).claim_jobs("w0", "mail", 1, 5, shared=True)) == 1
+    assert len(storage.at(at(6)).rescue_jobs()) == 1
+    (mail,) = storage.at(at(6)).enqueue([new_job("m", queue="mail")])
+    (other,) = storage.at(at(6)).enqueue([new_job("o", queue="other")])
+    storage.set_queue_paused("mail", True, "ops")
+    assert storage.at(at(7)).claim_jobs("w", "mail", 10, 30) == []
+    assert storage.at(at(7)).claim_alone("w", "mail", 30) is None
+    assert [c.id for c in storage.at(at(7)).claim_jobs("w", "other", 10, 30)] == [other]
+    storage.set_queue_paused("mail", False, "ops")
+    assert [c.id for c in storage.at(at(8)).claim_jobs("w", "mail", 10, 30, shared=True)] == [mail]
+    claimed = storage.at(at(8)).claim_alone("w2", "mail", 30)
+    assert claimed is not None and claimed.id == solo

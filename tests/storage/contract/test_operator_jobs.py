@@ -285,16 +285,16 @@ def test_bulk_retry_cancel_delete(storage: Storage, population: dict[str, list[i
         storage.bulk_job_action("purge", JobFilter())
 
 
-def test_job_counts(storage: Storage) -> None:
+def test_finished_counts(storage: Storage) -> None:
     ids = storage.at(T0).enqueue([new_job("c") for _ in range(3)])
     storage.at(T0).claim_jobs("w", "default", 3, 30)
     storage.at(at(3600 * 2 + 5)).finish_jobs(
         "w",
         [succeed(ids[0]), succeed(ids[1]), Outcome(ids[2], OutcomeKind.FAILED, error="E")],
     )
-    counts = storage.job_counts(since=T0)
+    counts = storage.finished_counts(since=T0)
     assert sorted(counts) == [(at(7200), "failed", 1), (at(7200), "succeeded", 2)]
-    assert storage.job_counts(since=at(7206)) == []
+    assert storage.finished_counts(since=at(7206)) == []
 
 
 def test_retry_refused_while_the_unique_key_is_taken_again(storage: Storage) -> None:

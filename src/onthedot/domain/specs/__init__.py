@@ -1,7 +1,7 @@
 """Timing specs: parsing, and the slots they produce.
 
-This package implements "Timing specs" and "Daylight saving time" of the
-scheduling contract (``SCHEDULING.md``). It is pure: no I/O besides loading
+This package implements "Timing specs" and "Time zones and daylight saving
+time" of docs/scheduling.md. It is pure: no I/O besides loading
 time zone data, and it never reads the clock. Every instant goes in as an
 aware ``datetime`` and comes out as an aware UTC ``datetime`` with
 ``microsecond == 0``.

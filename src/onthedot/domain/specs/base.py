@@ -11,15 +11,15 @@ from functools import lru_cache
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
-from onthedot.domain.specs.instants import _MAX_TS, _MIN_TS, _from_ts, _to_ts
+from onthedot.domain.specs.instants import MAX_TS, MIN_TS, from_ts, to_ts
 
 
 @lru_cache(maxsize=65536)
 def _cached_next(spec: Spec, tz: tzinfo, after: int) -> datetime | None:
     found = spec._next(after, tz)
-    if found is None or found > _MAX_TS:
+    if found is None or found > MAX_TS:
         return None
-    return _from_ts(found)
+    return from_ts(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,31 +88,31 @@ class Spec(abc.ABC):
         Results are memoized (spec, zone, second), so many schedules sharing a
         spec and a cursor cost one evaluation.
         """
-        a = _to_ts(after, "after")
-        if a >= _MAX_TS:
+        a = to_ts(after, "after")
+        if a >= MAX_TS:
             return None
-        return _cached_next(self, tz, max(a, _MIN_TS - 1))
+        return _cached_next(self, tz, max(a, MIN_TS - 1))
 
     def slots_between(self, start: datetime, end: datetime, tz: ZoneInfo) -> Iterator[datetime]:
         """Slots in (start, end], increasing and distinct, computed lazily."""
-        a = max(_to_ts(start, "start"), _MIN_TS - 1)
-        b = min(_to_ts(end, "end"), _MAX_TS)
-        return (_from_ts(s) for s in self._slots(a, b, tz)) if a < b else iter(())
+        a = max(to_ts(start, "start"), MIN_TS - 1)
+        b = min(to_ts(end, "end"), MAX_TS)
+        return (from_ts(s) for s in self._slots(a, b, tz)) if a < b else iter(())
 
     def count_between(self, start: datetime, end: datetime, tz: ZoneInfo) -> int:
         """Number of slots in (start, end], without walking them one by one."""
-        a = max(_to_ts(start, "start"), _MIN_TS - 1)
-        b = min(_to_ts(end, "end"), _MAX_TS)
+        a = max(to_ts(start, "start"), MIN_TS - 1)
+        b = min(to_ts(end, "end"), MAX_TS)
         return self._count(a, b, tz) if a < b else 0
 
     def last_at_or_before(self, t: datetime, tz: ZoneInfo, floor: datetime) -> datetime | None:
         """The newest slot in (floor, t], or None."""
-        b = min(_to_ts(t, "t"), _MAX_TS)
-        a = max(_to_ts(floor, "floor"), _MIN_TS - 1)
+        b = min(to_ts(t, "t"), MAX_TS)
+        a = max(to_ts(floor, "floor"), MIN_TS - 1)
         if a >= b:
             return None
         found = self._last(b, a, tz)
-        return None if found is None else _from_ts(found)
+        return None if found is None else from_ts(found)
 
 
 def fingerprint(spec: Spec, tz: ZoneInfo) -> str:

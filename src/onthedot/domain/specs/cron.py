@@ -13,13 +13,13 @@ from typing import Final
 from cronsim import CronSim, CronSimError
 
 from onthedot.domain.specs.instants import (
-    _DAY,
-    _FIRST_YEAR,
-    _LAST_YEAR,
-    _day_index,
-    _day_of,
+    DAY,
+    FIRST_YEAR,
+    LAST_YEAR,
+    day_index,
+    day_of,
 )
-from onthedot.domain.specs.zones import _segment
+from onthedot.domain.specs.zones import zone_segment
 
 # The Gregorian calendar (dates and weekdays) repeats every 400 years.
 _CYCLE_DAYS: Final = 146097
@@ -61,23 +61,23 @@ class _CronTable:
         self.last_tod = self.hours[-1] * 3600 + self.minutes[-1] * 60 + self.seconds[-1]
         self.never = never
         if not never:
-            start = _day_index(date(2000, 1, 1))
+            start = day_index(date(2000, 1, 1))
             self.never = self.next_day(start, start + _CYCLE_DAYS + 1) is None
 
     # -- days ---------------------------------------------------------------
 
     def day_matches(self, day: int) -> bool:
-        d = _day_of(day)
+        d = day_of(day)
         return d.month in self.months and self.sim.match_day(d)
 
     def next_day(self, day: int, end: int) -> int | None:
         """First matching day in [day, end)."""
         while day < end:
-            d = _day_of(day)
+            d = day_of(day)
             if d.month not in self.months:
-                if d.year >= _LAST_YEAR + 1:
+                if d.year >= LAST_YEAR + 1:
                     return None
-                day = _day_index(date(d.year + d.month // 12, d.month % 12 + 1, 1))
+                day = day_index(date(d.year + d.month // 12, d.month % 12 + 1, 1))
                 continue
             if self.sim.match_day(d):
                 return day
@@ -87,11 +87,11 @@ class _CronTable:
     def prev_day(self, day: int, start: int) -> int | None:
         """Last matching day in [start, day]."""
         while day >= start:
-            d = _day_of(day)
+            d = day_of(day)
             if d.month not in self.months:
-                if d.year <= _FIRST_YEAR - 1:
+                if d.year <= FIRST_YEAR - 1:
                     return None
-                day = _day_index(d.replace(day=1)) - 1
+                day = day_index(d.replace(day=1)) - 1
                 continue
             if self.sim.match_day(d):
                 return day
@@ -102,11 +102,11 @@ class _CronTable:
         """Number of matching days in [day, end)."""
         count = 0
         while day < end:
-            d = _day_of(day)
+            d = day_of(day)
             if d.month not in self.months:
-                if d.year >= _LAST_YEAR + 1:
+                if d.year >= LAST_YEAR + 1:
                     break
-                day = _day_index(date(d.year + d.month // 12, d.month % 12 + 1, 1))
+                day = day_index(date(d.year + d.month // 12, d.month % 12 + 1, 1))
                 continue
             if self.sim.match_day(d):
                 count += 1
@@ -151,7 +151,7 @@ class _CronTable:
 
     def count_tod_below(self, x: int) -> int:
         """Number of matching seconds-of-day < x (0 <= x <= 86400)."""
-        if x >= _DAY:
+        if x >= DAY:
             return self.per_day
         h, rem = divmod(x, 3600)
         m, s = divmod(rem, 60)
@@ -168,40 +168,40 @@ class _CronTable:
         """Smallest matching wall-clock time in [lo, hi)."""
         if lo >= hi:
             return None
-        day, x = divmod(lo, _DAY)
+        day, x = divmod(lo, DAY)
         if self.day_matches(day):
             t = self.next_tod(x)
             if t is not None:
-                found = day * _DAY + t
+                found = day * DAY + t
                 return found if found < hi else None
-        nxt = self.next_day(day + 1, (hi - 1) // _DAY + 1)
+        nxt = self.next_day(day + 1, (hi - 1) // DAY + 1)
         if nxt is None:
             return None
-        found = nxt * _DAY + self.first_tod
+        found = nxt * DAY + self.first_tod
         return found if found < hi else None
 
     def prev_wall(self, hi: int, lo: int) -> int | None:
         """Largest matching wall-clock time in [lo, hi]."""
         if hi < lo:
             return None
-        day, x = divmod(hi, _DAY)
+        day, x = divmod(hi, DAY)
         if self.day_matches(day):
             t = self.prev_tod(x)
             if t is not None:
-                found = day * _DAY + t
+                found = day * DAY + t
                 return found if found >= lo else None
-        prv = self.prev_day(day - 1, lo // _DAY)
+        prv = self.prev_day(day - 1, lo // DAY)
         if prv is None:
             return None
-        found = prv * _DAY + self.last_tod
+        found = prv * DAY + self.last_tod
         return found if found >= lo else None
 
     def count_walls(self, lo: int, hi: int) -> int:
         """Number of matching wall-clock times in [lo, hi)."""
         if lo >= hi:
             return 0
-        day_lo, x_lo = divmod(lo, _DAY)
-        day_hi, x_hi = divmod(hi, _DAY)
+        day_lo, x_lo = divmod(lo, DAY)
+        day_hi, x_hi = divmod(hi, DAY)
         if day_lo == day_hi:
             if not self.day_matches(day_lo):
                 return 0
@@ -229,7 +229,7 @@ def _sim(fields: list[str]) -> CronSim:
 
 
 @lru_cache(maxsize=2048)
-def _compile(expr: str) -> _CronTable:
+def compile_cron(expr: str) -> _CronTable:
     """Parse a normalized expression; raises CronSimError if it is invalid."""
     fields = expr.split()
     try:
@@ -246,14 +246,14 @@ def _compile(expr: str) -> _CronTable:
         return _CronTable(fields, _sim(relaxed), never=True)
 
 
-def _cron_forward(table: _CronTable, tz: tzinfo, u: int, stop: int) -> Iterator[int]:
+def cron_forward(table: _CronTable, tz: tzinfo, u: int, stop: int) -> Iterator[int]:
     """Slots s with u <= s <= stop, increasing and distinct."""
     if table.never:
         return
     fixed = table.fixed
     last = u - 1
     while u <= stop:
-        seg = _segment(tz, u)
+        seg = zone_segment(tz, u)
         o = seg.offset
         hi_wall = min(seg.end, stop + 1) + o
         lo_wall = u + o
@@ -275,24 +275,24 @@ def _cron_forward(table: _CronTable, tz: tzinfo, u: int, stop: int) -> Iterator[
             if s > last:
                 last = s
                 yield s
-            day, x = divmod(w, _DAY)
-            tod = table.next_tod(x + 1) if x + 1 < _DAY else None
+            day, x = divmod(w, DAY)
+            tod = table.next_tod(x + 1) if x + 1 < DAY else None
             if tod is None:  # the day is over: find the next matching day
-                w = table.next_wall((day + 1) * _DAY, hi_wall)
+                w = table.next_wall((day + 1) * DAY, hi_wall)
             else:  # same day, which is known to match
-                w = day * _DAY + tod
+                w = day * DAY + tod
                 if w >= hi_wall:
                     w = None
         u = seg.end
 
 
-def _cron_backward(table: _CronTable, tz: tzinfo, t: int, floor: int) -> int | None:
+def cron_backward(table: _CronTable, tz: tzinfo, t: int, floor: int) -> int | None:
     """The newest slot s with floor < s <= t."""
     if table.never:
         return None
     u = t
     while u > floor:
-        seg = _segment(tz, u)
+        seg = zone_segment(tz, u)
         o = seg.offset
         lo_wall = max(seg.start, floor + 1) + o
         if table.fixed and seg.floor is not None and seg.floor > lo_wall:
@@ -311,13 +311,13 @@ def _cron_backward(table: _CronTable, tz: tzinfo, t: int, floor: int) -> int | N
     return None
 
 
-def _cron_count(table: _CronTable, tz: tzinfo, u: int, stop: int) -> int:
+def cron_count(table: _CronTable, tz: tzinfo, u: int, stop: int) -> int:
     """Number of slots s with u <= s <= stop, one day (not one slot) at a time."""
     if table.never:
         return 0
     n = 0
     while u <= stop:
-        seg = _segment(tz, u)
+        seg = zone_segment(tz, u)
         o = seg.offset
         lo_wall = u + o
         if table.fixed:

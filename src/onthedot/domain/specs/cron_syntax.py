@@ -8,9 +8,9 @@ from typing import Final
 from cronsim import CronSimError
 
 from onthedot.domain.durations import SpecError, quote
-from onthedot.domain.specs.cron import _compile
+from onthedot.domain.specs.cron import compile_cron
 
-_SPEC_HINT: Final = (
+SPEC_HINT: Final = (
     "use a cron expression like '*/5 * * * *', an interval like 'every 15m' "
     "or a calendar interval like 'every 1 day at 09:00'"
 )
@@ -72,11 +72,11 @@ def _field_hint(index: int, text: str) -> str:
     return f"expected a {name} value, a range like 1-5, a list like 1,3 or a step like */5"
 
 
-def _normalize_cron(text: str) -> tuple[str, bool]:
+def normalize_cron(text: str) -> tuple[str, bool]:
     """(normalized expression, has seconds) for a cron spec; SpecError if invalid."""
     raw = text.strip()
     if not raw:
-        raise SpecError(f"empty spec: {_SPEC_HINT}")
+        raise SpecError(f"empty spec: {SPEC_HINT}")
     if raw.startswith("@"):
         word = raw.split()[0].lower()
         if word == "@reboot":
@@ -100,11 +100,11 @@ def _normalize_cron(text: str) -> tuple[str, bool]:
         if len(fields) not in (5, 6):
             raise SpecError(
                 f"invalid cron spec {quote(text)}: expected 5 fields (minute hour day-of-month "
-                f"month day-of-week) or 6 with seconds first, got {len(fields)}; {_SPEC_HINT}"
+                f"month day-of-week) or 6 with seconds first, got {len(fields)}; {SPEC_HINT}"
             )
     expr = " ".join(fields)
     try:
-        _compile(expr)
+        compile_cron(expr)
     except CronSimError as exc:
         message = str(exc)
         offset = 6 - len(fields)
@@ -118,6 +118,6 @@ def _normalize_cron(text: str) -> tuple[str, bool]:
         raise SpecError(f"invalid cron spec {quote(text)}: {message}") from None
     except Exception:  # defensive: cronsim must never leak another exception type
         raise SpecError(
-            f"invalid cron spec {quote(text)}: not a valid cron expression; {_SPEC_HINT}"
+            f"invalid cron spec {quote(text)}: not a valid cron expression; {SPEC_HINT}"
         ) from None
     return expr, len(fields) == 6

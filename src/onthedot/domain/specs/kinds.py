@@ -18,23 +18,23 @@ from onthedot.domain.durations import (
     quote,
 )
 from onthedot.domain.specs.base import Spec
-from onthedot.domain.specs.cron import _compile, _cron_backward, _cron_count, _cron_forward
-from onthedot.domain.specs.cron_syntax import _normalize_cron
+from onthedot.domain.specs.cron import compile_cron, cron_backward, cron_count, cron_forward
+from onthedot.domain.specs.cron_syntax import normalize_cron
 from onthedot.domain.specs.instants import (
-    _DAY,
-    _EPOCH,
-    _EPOCH_DATE,
-    _FIRST_YEAR,
-    _LAST_YEAR,
-    _MAX_TS,
-    _MIN_TS,
-    _ONE_SECOND,
-    _day_index,
-    _day_of,
-    _from_ts,
-    _to_ts,
+    DAY,
+    EPOCH,
+    EPOCH_DATE,
+    FIRST_YEAR,
+    LAST_YEAR,
+    MAX_TS,
+    MIN_TS,
+    ONE_SECOND,
+    day_index,
+    day_of,
+    from_ts,
+    to_ts,
 )
-from onthedot.domain.specs.zones import _fixed_instant, _segment
+from onthedot.domain.specs.zones import fixed_instant, zone_segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class CronSpec(Spec):
     def __post_init__(self) -> None:
         if not isinstance(self.expr, str):
             raise SpecError(f"invalid cron spec {quote(self.expr)}: expected a string")
-        expr, seconds = _normalize_cron(self.expr)
+        expr, seconds = normalize_cron(self.expr)
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "seconds", seconds)
 
@@ -59,7 +59,7 @@ class CronSpec(Spec):
         return self.expr
 
     def fixed_time(self) -> bool:
-        return _compile(self.expr).fixed
+        return compile_cron(self.expr).fixed
 
     def describe(self) -> str:
         parts = self.expr.split()
@@ -71,19 +71,19 @@ class CronSpec(Spec):
             return f"cron {self.expr}"
 
     def min_period(self) -> timedelta:
-        return timedelta(seconds=_compile(self.expr).min_gap())
+        return timedelta(seconds=compile_cron(self.expr).min_gap())
 
     def _next(self, after: int, tz: tzinfo) -> int | None:
-        return next(_cron_forward(_compile(self.expr), tz, after + 1, _MAX_TS), None)
+        return next(cron_forward(compile_cron(self.expr), tz, after + 1, MAX_TS), None)
 
     def _slots(self, after: int, stop: int, tz: tzinfo) -> Iterator[int]:
-        return _cron_forward(_compile(self.expr), tz, after + 1, stop)
+        return cron_forward(compile_cron(self.expr), tz, after + 1, stop)
 
     def _count(self, after: int, stop: int, tz: tzinfo) -> int:
-        return _cron_count(_compile(self.expr), tz, after + 1, stop)
+        return cron_count(compile_cron(self.expr), tz, after + 1, stop)
 
     def _last(self, t: int, floor: int, tz: tzinfo) -> int | None:
-        return _cron_backward(_compile(self.expr), tz, t, floor)
+        return cron_backward(compile_cron(self.expr), tz, t, floor)
 
 
 def _iso_utc(value: datetime) -> str:
@@ -97,7 +97,7 @@ class IntervalSpec(Spec):
 
     kind: ClassVar[str] = "interval"
     every: timedelta
-    anchor: datetime = _EPOCH
+    anchor: datetime = EPOCH
     # Derived integer seconds, so that evaluation is pure integer arithmetic.
     _step: int = field(init=False, repr=False, compare=False, default=0)
     _origin: int = field(init=False, repr=False, compare=False, default=0)
@@ -106,7 +106,7 @@ class IntervalSpec(Spec):
         every_value = duration_or_reason(self.every)
         if isinstance(every_value, str):
             raise SpecError(f"invalid interval {quote(self.every)}: {every_value}")
-        if every_value % _ONE_SECOND:
+        if every_value % ONE_SECOND:
             raise SpecError(f"invalid interval {quote(self.every)}: use a whole number of seconds")
         object.__setattr__(self, "every", every_value)
         anchor = self.anchor
@@ -120,18 +120,18 @@ class IntervalSpec(Spec):
                 f"invalid interval anchor {quote(anchor)}: use whole seconds (no microseconds)"
             )
         anchor = anchor.astimezone(UTC)
-        if not _MIN_TS <= _to_ts(anchor, "anchor") <= _MAX_TS:
+        if not MIN_TS <= to_ts(anchor, "anchor") <= MAX_TS:
             raise SpecError(
                 f"invalid interval anchor {quote(anchor)}: use a year between "
-                f"{_FIRST_YEAR} and {_LAST_YEAR}"
+                f"{FIRST_YEAR} and {LAST_YEAR}"
             )
         object.__setattr__(self, "anchor", anchor)
-        object.__setattr__(self, "_step", every_value // _ONE_SECOND)
-        object.__setattr__(self, "_origin", _to_ts(anchor, "anchor"))
+        object.__setattr__(self, "_step", every_value // ONE_SECOND)
+        object.__setattr__(self, "_origin", to_ts(anchor, "anchor"))
 
     def canonical(self) -> str:
         text = f"every {format_duration(self.every)}"
-        if self.anchor != _EPOCH:
+        if self.anchor != EPOCH:
             text += f" from {_iso_utc(self.anchor)}"
         return text
 
@@ -152,7 +152,7 @@ class IntervalSpec(Spec):
                 count = step // size
                 text = f"Every {unit}" if count == 1 else f"Every {count} {unit}s"
                 break
-        if self.anchor != _EPOCH:
+        if self.anchor != EPOCH:
             text += f" starting {_iso_utc(self.anchor)}"
         return text
 
@@ -160,13 +160,13 @@ class IntervalSpec(Spec):
         return self.every
 
     def next_after(self, after: datetime, tz: ZoneInfo) -> datetime | None:
-        found = self._next(_to_ts(after, "after"), tz)
-        return None if found is None else _from_ts(found)
+        found = self._next(to_ts(after, "after"), tz)
+        return None if found is None else from_ts(found)
 
     def _next(self, after: int, tz: tzinfo) -> int | None:
         origin, step = self._origin, self._step
         found = origin if after < origin else origin + ((after - origin) // step + 1) * step
-        return found if found <= _MAX_TS else None
+        return found if found <= MAX_TS else None
 
     def _upto(self, t: int) -> int:
         """Number of slots <= t."""
@@ -208,7 +208,7 @@ class CalendarSpec(Spec):
     count: int
     unit: str
     at: time = time(0, 0)
-    anchor: date = _EPOCH_DATE
+    anchor: date = EPOCH_DATE
 
     def __post_init__(self) -> None:
         if (
@@ -233,10 +233,10 @@ class CalendarSpec(Spec):
             raise SpecError(
                 f"invalid calendar anchor {quote(self.anchor)}: use a date like date(2024, 1, 5)"
             )
-        if not _FIRST_YEAR <= self.anchor.year <= _LAST_YEAR:
+        if not FIRST_YEAR <= self.anchor.year <= LAST_YEAR:
             raise SpecError(
                 f"invalid calendar anchor {quote(self.anchor)}: use a year between "
-                f"{_FIRST_YEAR} and {_LAST_YEAR}"
+                f"{FIRST_YEAR} and {LAST_YEAR}"
             )
         object.__setattr__(self, "at", self.at.replace(fold=0))
 
@@ -245,7 +245,7 @@ class CalendarSpec(Spec):
 
     def canonical(self) -> str:
         text = f"every {self.count} {self._unit_text()} at {_format_time(self.at)}"
-        if self.anchor != _EPOCH_DATE:
+        if self.anchor != EPOCH_DATE:
             text += f" from {self.anchor.isoformat()}"
         return text
 
@@ -255,7 +255,7 @@ class CalendarSpec(Spec):
     def describe(self) -> str:
         head = f"Every {self.unit}" if self.count == 1 else f"Every {self.count} {self.unit}s"
         text = f"{head} at {_format_time(self.at)}"
-        if self.anchor != _EPOCH_DATE:
+        if self.anchor != EPOCH_DATE:
             text += f" from {self.anchor.isoformat()}"
         return text
 
@@ -271,34 +271,34 @@ class CalendarSpec(Spec):
         if self.unit == "month":
             index = anchor.year * 12 + anchor.month - 1 + k * self.count
             year, month0 = divmod(index, 12)
-            if year > _LAST_YEAR:
+            if year > LAST_YEAR:
                 return None
             last = _calendar.monthrange(year, month0 + 1)[1]
-            day = _day_index(date(year, month0 + 1, min(anchor.day, last)))
+            day = day_index(date(year, month0 + 1, min(anchor.day, last)))
         else:
-            day = _day_index(anchor) + k * self.count * (7 if self.unit == "week" else 1)
-            if day > _MAX_TS // _DAY - 1:
+            day = day_index(anchor) + k * self.count * (7 if self.unit == "week" else 1)
+            if day > MAX_TS // DAY - 1:
                 return None
         at = self.at
-        return day * _DAY + at.hour * 3600 + at.minute * 60 + at.second
+        return day * DAY + at.hour * 3600 + at.minute * 60 + at.second
 
     def _instant(self, k: int, tz: tzinfo) -> int | None:
         wall = self._wall(k)
         if wall is None:
             return None
-        found = _fixed_instant(tz, wall)
-        return found if found <= _MAX_TS else None
+        found = fixed_instant(tz, wall)
+        return found if found <= MAX_TS else None
 
     def _first_after(self, t: int, tz: tzinfo) -> int:
         """Smallest k >= 0 whose slot is after t (slots past the supported
         range count as after everything)."""
-        local = _day_of((t + _segment(tz, t).offset) // _DAY)
+        local = day_of((t + zone_segment(tz, t).offset) // DAY)
         if self.unit == "month":
             months = (local.year - self.anchor.year) * 12 + local.month - self.anchor.month
             k = months // self.count
         else:
             period = self.count * (7 if self.unit == "week" else 1)
-            k = (_day_index(local) - _day_index(self.anchor)) // period
+            k = (day_index(local) - day_index(self.anchor)) // period
         k = max(0, k - 1)
         while k > 0:
             previous = self._instant(k - 1, tz)

@@ -8,8 +8,8 @@ from typing import Final
 
 from onthedot.domain.durations import SpecError, duration_or_reason, quote
 from onthedot.domain.specs.base import Spec
-from onthedot.domain.specs.cron_syntax import _SPEC_HINT
-from onthedot.domain.specs.instants import _EPOCH, _EPOCH_DATE, _ONE_SECOND
+from onthedot.domain.specs.cron_syntax import SPEC_HINT
+from onthedot.domain.specs.instants import EPOCH, EPOCH_DATE, ONE_SECOND
 from onthedot.domain.specs.kinds import CalendarSpec, CronSpec, IntervalSpec
 
 _CALENDAR_RE: Final = re.compile(
@@ -93,7 +93,7 @@ def _parse_every(text: str) -> Spec:
                         "use HH:MM or HH:MM:SS on a 24-hour clock, like 09:00"
                     )
                 at = parsed_at
-            anchor = _EPOCH_DATE
+            anchor = EPOCH_DATE
             if match["anchor"] is not None:
                 parsed_anchor = _parse_date(match["anchor"])
                 if parsed_anchor is None:
@@ -118,9 +118,9 @@ def _parse_every(text: str) -> Spec:
     duration = duration_or_reason(body)
     if isinstance(duration, str):
         raise SpecError(f"invalid interval spec {quote(text)}: {duration}")
-    if duration % _ONE_SECOND:
+    if duration % ONE_SECOND:
         raise SpecError(f"invalid interval spec {quote(text)}: use a whole number of seconds")
-    anchor_value: datetime = _EPOCH
+    anchor_value: datetime = EPOCH
     if match["anchor"] is not None:
         parsed = _parse_anchor(match["anchor"])
         if isinstance(parsed, str):
@@ -145,10 +145,10 @@ def parse_spec(spec: str | Spec) -> Spec:
     if isinstance(spec, Spec):
         return spec
     if not isinstance(spec, str):
-        raise SpecError(f"invalid spec {quote(spec)}: expected a string; {_SPEC_HINT}")
+        raise SpecError(f"invalid spec {quote(spec)}: expected a string; {SPEC_HINT}")
     text = spec.strip()
     if not text:
-        raise SpecError(f"empty spec: {_SPEC_HINT}")
+        raise SpecError(f"empty spec: {SPEC_HINT}")
     head = text.split(None, 1)[0].lower()
     if head == "every":
         return _parse_every(text)
@@ -164,7 +164,7 @@ def every(
     value = duration_or_reason(duration)
     if isinstance(value, str):
         raise SpecError(f"invalid interval {quote(duration)}: {value}")
-    return IntervalSpec(every=value, anchor=_EPOCH if anchor is None else anchor)
+    return IntervalSpec(every=value, anchor=EPOCH if anchor is None else anchor)
 
 
 def calendar(
@@ -192,7 +192,7 @@ def calendar(
             )
         at = parsed_at
     if anchor is None:
-        anchor = _EPOCH_DATE
+        anchor = EPOCH_DATE
     elif isinstance(anchor, str):
         parsed_anchor = _parse_date(anchor.strip())
         if parsed_anchor is None:

@@ -12,22 +12,22 @@ from zoneinfo import ZoneInfo
 
 from onthedot.domain.durations import SpecError, quote
 from onthedot.domain.specs.instants import (
-    _DAY,
-    _EPOCH,
-    _FIRST_YEAR,
-    _LAST_YEAR,
-    _MAX_TS,
-    _MIN_TS,
-    _NAIVE_EPOCH,
-    _ONE_SECOND,
-    _year_of,
-    _year_start,
+    DAY,
+    EPOCH,
+    FIRST_YEAR,
+    LAST_YEAR,
+    MAX_TS,
+    MIN_TS,
+    NAIVE_EPOCH,
+    ONE_SECOND,
+    year_of,
+    year_start,
 )
 
 # Time zone transitions are found by sampling offsets this far apart and
 # bisecting. Consecutive transitions in the tz database are at least ~4 days
 # apart (the closest: Africa/Freetown 1939), so a day-long step misses none.
-_PROBE: Final = _DAY
+_PROBE: Final = DAY
 
 _TZ_HINT: Final = "use an IANA name such as 'Europe/Paris' or 'UTC'"
 
@@ -45,14 +45,14 @@ def load_timezone(name: str) -> ZoneInfo:
 def _offset(tz: tzinfo, ts: int) -> int:
     """UTC offset in seconds of ``tz`` at instant ``ts``."""
     delta = datetime.fromtimestamp(ts, tz).utcoffset()
-    return 0 if delta is None else delta // _ONE_SECOND
+    return 0 if delta is None else delta // ONE_SECOND
 
 
 @lru_cache(maxsize=256)
 def _fixed_offset(tz: tzinfo) -> int | None:
     """The offset of a zone that never changes it (UTC, Etc/GMT+5), else None."""
     delta = tz.utcoffset(None)
-    return None if delta is None else delta // _ONE_SECOND
+    return None if delta is None else delta // ONE_SECOND
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +69,10 @@ _NO_TRANSITIONS: Final = _Transitions((), (), ())
 
 @lru_cache(maxsize=4096)
 def _transitions(tz: tzinfo, year: int) -> _Transitions:
-    if year < _FIRST_YEAR - 1 or year > _LAST_YEAR + 1 or _fixed_offset(tz) is not None:
+    if year < FIRST_YEAR - 1 or year > LAST_YEAR + 1 or _fixed_offset(tz) is not None:
         return _NO_TRANSITIONS
-    start = _year_start(year)
-    end = _year_start(year + 1)
+    start = year_start(year)
+    end = year_start(year + 1)
     at: list[int] = []
     before: list[int] = []
     after: list[int] = []
@@ -108,13 +108,13 @@ def _segment_end(tz: tzinfo, ts: int) -> int:
     time.
     """
     if _fixed_offset(tz) is not None:
-        return _MAX_TS + 1
-    year = _year_of(ts)
+        return MAX_TS + 1
+    year = year_of(ts)
     trans = _transitions(tz, year)
     i = bisect_right(trans.at, ts)
     if i < len(trans.at):
         return trans.at[i]
-    return _year_start(year + 1)
+    return year_start(year + 1)
 
 
 def _segment_start(tz: tzinfo, ts: int) -> int:
@@ -122,20 +122,20 @@ def _segment_start(tz: tzinfo, ts: int) -> int:
     the latest transition at or before ``ts`` in its UTC year, else the
     year's start."""
     if _fixed_offset(tz) is not None:
-        return _MIN_TS
-    year = _year_of(ts)
+        return MIN_TS
+    year = year_of(ts)
     trans = _transitions(tz, year)
     i = bisect_right(trans.at, ts)
     if i > 0:
         return trans.at[i - 1]
-    return _year_start(year)
+    return year_start(year)
 
 
 def _transition_at(tz: tzinfo, ts: int) -> tuple[int, int] | None:
     """(offset before, offset after) if a transition happens exactly at ``ts``."""
     if _fixed_offset(tz) is not None:
         return None
-    trans = _transitions(tz, _year_of(ts))
+    trans = _transitions(tz, year_of(ts))
     i = bisect_left(trans.at, ts)
     if i < len(trans.at) and trans.at[i] == ts:
         return trans.before[i], trans.after[i]
@@ -146,16 +146,16 @@ def _latest_transition(tz: tzinfo, ts: int) -> tuple[int, int, int] | None:
     """The latest transition at or before ``ts`` if it is less than 2 days old."""
     if _fixed_offset(tz) is not None:
         return None
-    year = _year_of(ts)
+    year = year_of(ts)
     for y in (year, year - 1):
         trans = _transitions(tz, y)
         i = bisect_right(trans.at, ts)
         if i > 0:
             t = trans.at[i - 1]
-            if t > ts - 2 * _DAY:
+            if t > ts - 2 * DAY:
                 return t, trans.before[i - 1], trans.after[i - 1]
             return None
-        if _year_start(y) <= ts - 2 * _DAY:
+        if year_start(y) <= ts - 2 * DAY:
             return None
     return None
 
@@ -195,14 +195,14 @@ class _Segment:
 _LAST_SEGMENT: dict[tzinfo, _Segment] = {}
 
 
-def _segment(tz: tzinfo, ts: int) -> _Segment:
+def zone_segment(tz: tzinfo, ts: int) -> _Segment:
     """The segment containing ``ts``; the last one found per zone is kept."""
     seg = _LAST_SEGMENT.get(tz)
     if seg is not None and seg.start <= ts < seg.end:
         return seg
     fixed = _fixed_offset(tz)
     if fixed is not None:
-        seg = _Segment(_MIN_TS - 2 * _DAY, _MAX_TS + 2 * _DAY, fixed, None, None)
+        seg = _Segment(MIN_TS - 2 * DAY, MAX_TS + 2 * DAY, fixed, None, None)
     else:
         start = _segment_start(tz, ts)
         at = _transition_at(tz, start)
@@ -219,19 +219,19 @@ def _segment(tz: tzinfo, ts: int) -> _Segment:
     return seg
 
 
-def _fixed_instant(tz: tzinfo, wall: int) -> int:
+def fixed_instant(tz: tzinfo, wall: int) -> int:
     """The instant of a fixed-time slot at local wall-clock time ``wall``.
 
     A real time maps to its first occurrence; a time in a gap maps to the
     first instant after the gap.
     """
-    seg = _segment(tz, wall - _segment(tz, wall).offset)
+    seg = zone_segment(tz, wall - zone_segment(tz, wall).offset)
     u = wall - seg.offset
     if seg.start <= u < seg.end and (seg.floor is None or wall >= seg.floor):
         return u  # the usual case: one occurrence, away from transitions
-    naive = _NAIVE_EPOCH + timedelta(seconds=wall)
-    u0 = (naive.replace(tzinfo=tz) - _EPOCH) // _ONE_SECOND
-    u1 = (naive.replace(tzinfo=tz, fold=1) - _EPOCH) // _ONE_SECOND
+    naive = NAIVE_EPOCH + timedelta(seconds=wall)
+    u0 = (naive.replace(tzinfo=tz) - EPOCH) // ONE_SECOND
+    u1 = (naive.replace(tzinfo=tz, fold=1) - EPOCH) // ONE_SECOND
     real = [u for u in (u0, u1) if u + _offset(tz, u) == wall]
     if real:
         return min(real)

@@ -47,6 +47,10 @@ class PostgresDialect(Dialect):
     def flag(self, value: bool) -> bool:
         return value
 
+    def estimate(self, conn: Conn, sql: str, params: Mapping[str, Any]) -> int | None:
+        plan = conn.execute(("EXPLAIN (FORMAT JSON) " + sql).encode(), params).fetchone()[0]
+        return int(plan[0]["Plan"]["Plan Rows"])
+
     def run(
         self, conn: Conn, sql: str, params: Mapping[str, Any], prepare: bool | None = None
     ) -> Any:

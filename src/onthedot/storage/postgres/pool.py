@@ -15,7 +15,7 @@ from onthedot.domain.nesting import load_stored
 from onthedot.storage.postgres.prepared import PoolerSafeCursor
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -42,7 +42,7 @@ def _configure_pooled(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET TIME ZONE 'UTC'")
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
+def configure_connection(conn: psycopg.Connection[Any]) -> None:
     """A direct (or session-pooled) connection: UTC, and no JIT. onthedot's statements are
     short index lookups; once the jobs table holds millions of rows the generic plan of a
     prepared claim is estimated above `jit_above_cost` and every claim paid ~200 ms compiling
@@ -55,7 +55,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 def configure_for(pooler: str) -> Callable[[psycopg.Connection[Any]], None]:
     """The new-connection callback for this pooler mode."""
-    return _configure_pooled if pooler == "transaction" else _configure
+    return _configure_pooled if pooler == "transaction" else configure_connection
 
 
 try:  # psycopg_pool's reconnection attempt (its backoff state); private, so optional
@@ -90,7 +90,7 @@ if _Attempt is not None:
                 self.delay = random.uniform(_RECONNECT_EVERY / 2, _RECONNECT_EVERY)
 
 
-class _Pool(ConnectionPool):
+class LifoPool(ConnectionPool):
     """psycopg_pool's pool with four changes of policy, nothing else:
 
     - It hands out the most recently returned idle connection (its own order is first in,

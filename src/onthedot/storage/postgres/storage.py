@@ -24,11 +24,11 @@ from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
 from onthedot.storage.postgres.pool import (
-    _configure,
-    _one_line,
-    _Pool,
+    LifoPool,
+    configure_connection,
     configure_for,
     connection_kwargs,
+    one_line,
 )
 from onthedot.storage.postgres.prepared import behind_a_pooler, pooler_warning, refusal
 from onthedot.storage.postgres.refusals import (
@@ -85,7 +85,7 @@ class PostgresStorage(SqlStorage):
         # too when there is one. docs/scaling.md.
         self.pooler = pooler
         self.direct_url = direct_url
-        self._pool = _Pool(
+        self._pool = LifoPool(
             url,
             min_size=min_size,
             max_size=max_size,
@@ -201,20 +201,20 @@ class PostgresStorage(SqlStorage):
             # A standby, or default_transaction_read_only: wait like an outage (a failover
             # promotes a new primary) and say so.
             return DatabaseUnavailable(
-                f"PostgreSQL at {self.display} is read-only ({_one_line(exc)}): point onthedot "
+                f"PostgreSQL at {self.display} is read-only ({one_line(exc)}): point onthedot "
                 "at the primary, or turn off default_transaction_read_only"
             )
         if isinstance(exc, pg_errors.InsufficientPrivilege):
             return ConfigurationError(
-                f"PostgreSQL at {self.display} refused: {_one_line(exc)}; onthedot's role needs "
+                f"PostgreSQL at {self.display} refused: {one_line(exc)}; onthedot's role needs "
                 "to read and write its tables (and create them, for `onthedot migrate`)"
             )
         if isinstance(exc, psycopg.DataError):  # a value it cannot hold, e.g. a NUL in a filter
-            return ValueError(f"PostgreSQL cannot take this value: {_one_line(exc)}")
+            return ValueError(f"PostgreSQL cannot take this value: {one_line(exc)}")
         # OperationalError; InternalError/InterfaceError: the protocol broke mid-statement
         # (seen through PgBouncer while the server restarts, "received 2 results from command
         # 'BEGIN'"): the connection is lost, like an outage; the caller retries.
-        return DatabaseUnavailable(f"PostgreSQL at {self.display} failed: {_one_line(exc)}")
+        return DatabaseUnavailable(f"PostgreSQL at {self.display} failed: {one_line(exc)}")
 
     @contextmanager
     def _migration_tx(self) -> Iterator[psycopg.Connection[Any]]:
@@ -230,7 +230,7 @@ class PostgresStorage(SqlStorage):
         except psycopg.OperationalError as exc:
             raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
         with self._errors(), direct as conn:
-            _configure(conn)
+            configure_connection(conn)
             with conn.transaction():
                 _D.allow_idle(conn, IDLE_LIMIT)
                 yield conn

@@ -82,6 +82,7 @@ class SqlBase(ABC):
     def _compact_counts(self) -> int:
         """Fold the job count rows into one per (queue, name, state) group; the groups kept."""
         with self._write() as conn:
+            self._run(conn, "compact_minutes", {})
             return int(self._run(conn, "compact_counts", {}).rowcount)
 
     def _compact_beyond(self, excess: int) -> None:

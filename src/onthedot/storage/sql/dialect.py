@@ -77,6 +77,10 @@ class Dialect(ABC):
         """Execute one statement; return the cursor. `prepare` (PostgreSQL): True at once,
         False never, None after a few runs (psycopg's default)."""
 
+    def estimate(self, conn: Conn, sql: str, params: Mapping[str, Any]) -> int | None:
+        """The planner's estimate of the rows a query returns; None where there is none."""
+        return None
+
     @abstractmethod
     def allow_idle(self, conn: Conn, seconds: float) -> None:
         """Let the open transaction sit idle at most `seconds` before the database ends it

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from onthedot.domain.jobs import iso
 from onthedot.domain.rescue import WORKER_LOST, Lease, decide_rescue
+from onthedot.domain.retention import PruneRule
 from onthedot.storage.interface import RescuedJob, WorkerInfo, WorkerRow
 from onthedot.storage.sql import decode
 from onthedot.storage.sql.base import SqlBase
@@ -15,6 +16,11 @@ from onthedot.storage.sql.base import SqlBase
 # Rows per pruning transaction: a batch takes tens of milliseconds on a big table (measured in
 # docs/scaling.md, "Large tables"), so no transaction of the prune is long.
 PRUNE_BATCH = 5000
+
+
+def _check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int (rows per batch), got {limit!r}")
 
 
 class WorkerVerbs(SqlBase):
@@ -106,25 +112,61 @@ class WorkerVerbs(SqlBase):
             counts["jobs"] += n
             if n < PRUNE_BATCH:
                 break
+        params = {"before": before, "limit": PRUNE_BATCH}
+        counts["slots"] = self._batches("prune_slots", params)
+        counts["slots"] += self._batches("prune_orphan_slots", params)
         with self._tx() as conn:
-            counts["slots"] = self._run(conn, "prune_slots", {"before": before}).rowcount
-            counts["slots"] += self._run(conn, "prune_orphan_slots", {"before": before}).rowcount
             counts["schedules"] = self._run(conn, "prune_ledger", {"before": before}).rowcount
             counts["workers"] = self._run(
                 conn, "prune_workers", {"before": self.d.instant(workers_older_than)}
             ).rowcount
-            if audit_older_than is not None:
-                audit_before = {"before": self.d.instant(audit_older_than)}
-                counts["audit"] = self._run(conn, "prune_audit", audit_before).rowcount
+            # The chart's minutes: kept two days (its day and a margin), longer with the jobs.
+            minutes = min(older_than, workers_older_than - timedelta(days=2))
+            self._run(conn, "prune_minutes", {"before": self.d.instant(minutes)})
+        if audit_older_than is not None:
+            audit_before = {"before": self.d.instant(audit_older_than), "limit": PRUNE_BATCH}
+            counts["audit"] = self._batches("prune_audit", audit_before)
         self._compact_counts()
         return counts
 
+    def _batches(self, name: str, params: dict[str, object]) -> int:
+        """Run a bounded delete until a batch deletes fewer than its limit: each batch is a
+        short transaction of its own. How many rows in all."""
+        total = 0
+        while True:
+            with self._write() as conn:
+                n = int(self._run(conn, name, params).rowcount)
+            total += n
+            if n < PRUNE_BATCH:
+                return total
+
     def prune_jobs(self, *, older_than: datetime, limit: int) -> int:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive int (rows per batch), got {limit!r}")
-        params = {"before": self.d.instant(older_than), "limit": limit}
+        _check_limit(limit)
+        total = 0
+        for name, state in self.finished_groups():
+            rule = PruneRule(name, state, older_than)
+            total += self.prune_finished(rule, limit=limit - total)
+            if total >= limit:
+                break
+        return total
+
+    def finished_groups(self) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            return [(r[0], r[1]) for r in self._run(conn, "finished_groups", {}).fetchall()]
+
+    def prune_finished(self, rule: PruneRule, *, limit: int) -> int:
+        _check_limit(limit)
+        params = {**self._rule(rule), "limit": limit}
         with self._write() as conn:
-            return int(self._run(conn, "prune_jobs", params).rowcount)
+            return int(self._run(conn, "prune_finished", params).rowcount)
+
+    def count_finished(self, rule: PruneRule) -> int:
+        with self._read() as conn:
+            row = self._one(conn, "count_finished", self._rule(rule))
+        return 0 if row is None else int(row[0])
+
+    def _rule(self, rule: PruneRule) -> dict[str, object]:
+        return {"name": rule.name, "state": rule.state, "before": self.d.instant(rule.before)}
 
     def acquire_maintenance(self, task: str, every: float, worker_id: str) -> bool:
         params = {

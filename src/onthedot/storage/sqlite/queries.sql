@@ -39,6 +39,8 @@ SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_
 WHERE id IN (
     SELECT q.id FROM prio CROSS JOIN onthedot_jobs q
     WHERE prio.priority IS NOT NULL
+      -- A paused queue is checked in the claim itself (see PostgreSQL's claim_jobs).
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND q.state = 'queued' AND q.queue = :queue AND q.priority = prio.priority
       AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
@@ -62,6 +64,7 @@ WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
     WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
       AND q.solo = 1
+      AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
       AND (q.lock_key IS NULL OR (
           NOT EXISTS (SELECT 1 FROM onthedot_jobs r
@@ -175,30 +178,61 @@ SET state = :state,
 WHERE id = :id AND state = 'running' AND lease_until < :now
 RETURNING id, name, attempts, state = 'queued', queue;
 
--- name: prune_jobs
+-- name: finished_groups
+-- The (job name, final state) pairs that have jobs, from the counts kept with the jobs.
+SELECT name, state FROM onthedot_job_counts
+WHERE state IN ('succeeded', 'failed', 'cancelled')
+GROUP BY name, state HAVING sum(n) > 0
+ORDER BY name, state;
+
+-- name: prune_finished
+-- One bounded batch of one (name, state) range of onthedot_jobs_done, oldest first.
 DELETE FROM onthedot_jobs
 WHERE id IN (SELECT id FROM onthedot_jobs
-             WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < :before
+             WHERE name = :name AND state = :state AND finished_at < :before
+               AND state IN ('succeeded', 'failed', 'cancelled')
              ORDER BY finished_at
              LIMIT :limit);
 
+-- name: count_finished
+SELECT count(*) FROM onthedot_jobs
+WHERE name = :name AND state = :state AND finished_at < :before
+  AND state IN ('succeeded', 'failed', 'cancelled');
+
 -- name: prune_slots
+-- One batch of slot history behind each ledger cursor recorded before `before`, keeping what
+-- the scheduler and the health watch still read (docs/scheduling.md, "What pruning keeps"):
+-- each schedule's newest slot, the slots its health watch has not settled (after watch_slot),
+-- and the slot of an open problem. Rows at or after the cursor are never pruned.
 DELETE FROM onthedot_slots
-WHERE recorded_at < :before
-  AND slot <= (SELECT CAST(s.cursor AS INTEGER) FROM onthedot_schedules s
-               WHERE s.key = onthedot_slots.schedule_key);
+WHERE (schedule_key, slot) IN (
+    SELECT h.schedule_key, h.slot
+    FROM onthedot_slots h JOIN onthedot_schedules s ON s.key = h.schedule_key
+    WHERE h.slot <= CAST(s.cursor AS INTEGER) AND h.recorded_at < :before
+      AND h.slot < (SELECT max(m.slot) FROM onthedot_slots m
+                    WHERE m.schedule_key = h.schedule_key)
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedule_health w
+                      WHERE w.key = h.schedule_key AND h.slot > w.watch_slot)
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedule_problems p
+                      WHERE p.schedule_key = h.schedule_key AND p.slot = h.slot
+                        AND p.resolved_at IS NULL)
+    LIMIT :limit);
 
 -- name: prune_orphan_slots
 DELETE FROM onthedot_slots
-WHERE recorded_at < :before
-  AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = onthedot_slots.schedule_key);
+WHERE (schedule_key, slot) IN (
+    SELECT h.schedule_key, h.slot FROM onthedot_slots h
+    WHERE h.recorded_at < :before
+      AND NOT EXISTS (SELECT 1 FROM onthedot_schedules s WHERE s.key = h.schedule_key)
+    LIMIT :limit);
 
 -- name: prune_ledger
 DELETE FROM onthedot_schedules
 WHERE source = 'code' AND removed_at IS NOT NULL AND removed_at < :before;
 
 -- name: prune_audit
-DELETE FROM onthedot_audit WHERE at < :before;
+DELETE FROM onthedot_audit
+WHERE id IN (SELECT id FROM onthedot_audit WHERE at < :before ORDER BY id LIMIT :limit);
 
 -- name: prune_workers
 DELETE FROM onthedot_workers WHERE heartbeat_at < :before;
@@ -240,6 +274,36 @@ SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, r
        created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
        result, error, traceback, cancel_requested, errors, began
 FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
+
+-- name: list_job_ids
+-- One (queue, state) range of a page: ids only, so PostgreSQL reads them from
+-- onthedot_jobs_list alone (selecting every column, it preferred walking the primary key
+-- backwards past every newer job: 1M rows, 336 ms, where the index gives 50 in 0.8 ms).
+SELECT id FROM onthedot_jobs WHERE {filter} ORDER BY id DESC LIMIT :limit;
+
+-- name: list_jobs_by_ids
+-- The page: the jobs of the newest ids of the ranges (joined by UNION ALL in place of ids).
+SELECT id, name, queue, state, priority, args, kwargs, attempts, max_attempts, run_at,
+       created_at, started_at, finished_at, timeout, unique_key, schedule_key, slot, worker_id,
+       result, error, traceback, cancel_requested, errors, began
+FROM onthedot_jobs WHERE id IN (SELECT id FROM ({ids}) AS ranges ORDER BY id DESC LIMIT :limit)
+ORDER BY id DESC
+
+-- name: kept_queues
+-- The (queue, state) pairs that have jobs in these states, from the counts kept with the jobs.
+SELECT queue, state FROM onthedot_job_counts WHERE state IN (SELECT value FROM json_each(:states))
+GROUP BY queue, state HAVING sum(n) > 0 ORDER BY queue, state;
+
+-- name: kept_count
+-- count_jobs of a queue, job name and states, from the counts kept with the jobs (exact).
+SELECT coalesce(sum(n), 0) FROM onthedot_job_counts WHERE {filter};
+
+-- name: capped_count
+SELECT count(*) FROM (SELECT 1 FROM onthedot_jobs WHERE {filter} LIMIT :cap) AS capped;
+
+-- name: all_rows
+-- The rows a filter matches (what the planner estimates for an estimated count).
+SELECT 1 FROM onthedot_jobs WHERE {filter};
 
 -- name: count_jobs
 SELECT count(*) FROM onthedot_jobs WHERE {filter};
@@ -341,12 +405,24 @@ SELECT name FROM onthedot_queues WHERE paused;
 SELECT name, sum(n), 0 FROM onthedot_job_counts WHERE state = 'queued'
 GROUP BY name ORDER BY name;
 
--- name: job_counts
+-- name: compact_minutes
+DELETE FROM onthedot_job_minutes WHERE n = 0;
+
+-- name: prune_minutes
+DELETE FROM onthedot_job_minutes WHERE minute < :before;
+
+-- name: job_counts_rows
+-- Buckets counted from the rows: one range of onthedot_jobs_done per (job name, final state)
+-- (the finished_range parts, joined by UNION ALL, stand in the FROM).
 SELECT CAST(finished_at / :bucket AS INTEGER) * :bucket, state, count(*)
-FROM onthedot_jobs
-WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at >= :since
+FROM ({rows}) AS f
 GROUP BY 1, 2
 ORDER BY 1;
+
+-- name: finished_range
+SELECT finished_at, state FROM onthedot_jobs
+WHERE name = :name AND state = :state AND finished_at >= :since
+  AND state IN ('succeeded', 'failed', 'cancelled')
 
 -- name: schema_version
 SELECT COALESCE(max(version), 0) FROM onthedot_schema_version;

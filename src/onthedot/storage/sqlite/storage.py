@@ -29,7 +29,8 @@ from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sql.dialect import Row
 from onthedot.storage.sqlfile import load_migrations
 from onthedot.storage.sqlite.dialect import SqliteDialect
-from onthedot.storage.sqlite.tick import insert_job, write_tick
+from onthedot.storage.sqlite.insert import insert_job
+from onthedot.storage.sqlite.tick import write_tick
 from onthedot.storage.sqlite.timeconv import from_ts, opt_dt, slot_ts, to_ts
 from onthedot.storage.sqlite.wakeup import SqliteWakeup
 from onthedot.storage.wakeup import Wakeup

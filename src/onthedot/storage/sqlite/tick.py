@@ -7,37 +7,13 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import TickPlan
 from onthedot.storage.interface import EnqueuedSlot
 from onthedot.storage.sqlfile import load_queries
+from onthedot.storage.sqlite.insert import insert_job
 from onthedot.storage.sqlite.timeconv import opt_ts, slot_ts, to_ts
 
 Q = load_queries("sqlite")
-
-
-def insert_job(conn: sqlite3.Connection, job: NewJob, now: float) -> int:
-    """Insert one job; a taken unique_key yields the id of the job holding it."""
-    args, kwargs = job.encoded()
-    params = {
-        "name": job.name,
-        "queue": job.queue,
-        "priority": job.priority,
-        "args": args,
-        "kwargs": kwargs,
-        "run_at": opt_ts(job.run_at),
-        "now": now,
-        "max_attempts": job.max_attempts,
-        "timeout": job.timeout,
-        "unique_key": job.unique_key,
-        "schedule_key": job.schedule_key,
-        "slot": None if job.slot is None else slot_ts(job.slot),
-        "lock_key": job.lock_key,
-    }
-    row = conn.execute(Q["enqueue_one"], params).fetchone()
-    if row is None:
-        row = conn.execute(Q["find_unique"], {"unique_key": job.unique_key}).fetchone()
-    return int(row[0])
 
 
 def write_tick(

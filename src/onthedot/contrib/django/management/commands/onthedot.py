@@ -33,8 +33,9 @@ class Command(BaseCommand):
         from onthedot.cli.main import cli
 
         if args[:1] == ["worker"] and "--processes" not in args:
-            # One process under manage.py: the supervisor's children would start without
-            # Django's settings. Run more `manage.py onthedot worker` processes to use more
+            # One process under manage.py: a child spawned as a new program (not forked from
+            # this loaded process) would run without django.setup(), and a tree of Django
+            # workers is untested. Run more `manage.py onthedot worker` processes to use more
             # cores (systemd instances, container replicas).
             args = [*args, "--processes", "1"]
 

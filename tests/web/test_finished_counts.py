@@ -1,4 +1,4 @@
-"""`storage.job_counts(since, bucket_seconds=...)`: the buckets the overview's charts draw, on
+"""`storage.finished_counts(since, bucket_seconds=...)`: the buckets the overview's charts draw, on
 SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -31,23 +31,23 @@ def test_buckets_of_any_size(app: App) -> None:
     _finish(app, [OutcomeKind.SUCCEEDED], base + timedelta(minutes=1, seconds=30))
     _finish(app, [OutcomeKind.CANCELLED], base + timedelta(hours=1, minutes=10))
     since = base - timedelta(hours=1)
-    hourly = app.storage.job_counts(since=since)
+    hourly = app.storage.finished_counts(since=since)
     assert sorted(hourly) == [
         (base, "failed", 1),
         (base, "succeeded", 3),
         (base + timedelta(hours=1), "cancelled", 1),
     ]
-    minutes = app.storage.job_counts(since=since, bucket_seconds=60)
+    minutes = app.storage.finished_counts(since=since, bucket_seconds=60)
     assert sorted(minutes) == [
         (base, "failed", 1),
         (base, "succeeded", 2),
         (base + timedelta(minutes=1), "succeeded", 1),
         (base + timedelta(hours=1, minutes=10), "cancelled", 1),
     ]
-    assert app.storage.job_counts(since=base + timedelta(hours=2)) == []
+    assert app.storage.finished_counts(since=base + timedelta(hours=2)) == []
     for bad in (0, -5, 1.5, True):
         with pytest.raises(ValueError, match="bucket_seconds"):
-            app.storage.job_counts(since=since, bucket_seconds=bad)  # type: ignore[arg-type]
+            app.storage.finished_counts(since=since, bucket_seconds=bad)  # type: ignore[arg-type]
 
 
 def test_incremental_throughput_equals_a_full_read(app: App) -> None:
@@ -60,7 +60,7 @@ def test_incremental_throughput_equals_a_full_read(app: App) -> None:
 
     def full(at: datetime) -> list[tuple[datetime, str, int]]:
         start = datetime.fromtimestamp((int(at.timestamp()) // 60 * 60) - 86400 + 60, UTC)
-        return sorted(app.storage.job_counts(since=start, bucket_seconds=60))
+        return sorted(app.storage.finished_counts(since=start, bucket_seconds=60))
 
     _finish(app, [OutcomeKind.SUCCEEDED] * 2, now - timedelta(minutes=30))
     _finish(app, [OutcomeKind.FAILED], now - timedelta(hours=25))  # outside the day
