@@ -24,6 +24,7 @@ from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retry import Backoff
 from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue
 from onthedot.jobs import Connection, Enqueuer, JobFunction, JobRegistry
+from onthedot.limits import Limits
 from onthedot.observability.events import EventBus, LoggingSubscriber
 from onthedot.observability.hooks import Instrumentation
 from onthedot.operations import Operations
@@ -118,6 +119,8 @@ class App:
         )
         registry = ScheduleRegistry(self.jobs)
         audit = AuditTrail(storage, clock, self.events, self.wakeups)
+        # Flow control (docs/limits.md): named limits, the jobs' own, the operators' controls.
+        self.limits = Limits(storage, self.jobs, audit)
         # Schedule health (docs/health.md): the webhook defaults to $ONTHEDOT_ALERT_WEBHOOK.
         self._health = HealthServices(
             storage,
@@ -217,6 +220,11 @@ class App:
         runtime: bool = False,
         keep: RetentionSpec | None = None,
         schedule: Any = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+        limits: Sequence[str] | None = None,
         **schedule_options: Any,
     ) -> Callable[[Callable[P, R]], JobFunction[P, R]]: ...
 
@@ -233,6 +241,11 @@ class App:
         runtime: bool = False,
         keep: RetentionSpec | None = None,
         schedule: Any = None,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+        limits: Sequence[str] | None = None,
         **schedule_options: Any,
     ) -> JobFunction[P, R] | Callable[[Callable[P, R]], JobFunction[P, R]]:
         """Register a function (sync or async) as a job. `name` defaults to module.qualname;
@@ -240,7 +253,14 @@ class App:
         the job is also declared as a schedule keyed by the job name. `runtime=True` opens it
         to runtime schedules (the web admin, the CLI, `app.schedules.create`); no other job
         can be their target. `keep="1h"` (or `{"failed": "30d"}`) keeps its finished jobs that
-        long instead of the app's retention."""
+        long instead of the app's retention. `concurrency=`, `rate=` ("10/s", "100/m", "5/h"),
+        `burst=` and `key=` (an argument name or a callable over the arguments) put it under
+        its own limit, `limits=[...]` under named ones (`app.limit`); see docs/limits.md. With
+        `schedule=` and no limit, `key=` is the schedule's key."""
+        limited = concurrency is not None or rate is not None or burst is not None
+        limit_key = key
+        if key is not None and not limited and schedule is not None:
+            schedule_options["key"], limit_key = key, None
 
         def register(f: Callable[P, R]) -> JobFunction[P, R]:
             jf = self.jobs.register(
@@ -254,6 +274,16 @@ class App:
                 runtime=runtime,
                 keep=keep,
             )
+            if limited or limit_key is not None or limits:
+                jf.limit_specs = self.limits.specs_for(
+                    jf.name,
+                    jf.signature,
+                    concurrency=concurrency,
+                    rate=rate,
+                    burst=burst,
+                    key=limit_key,
+                    limits=limits,
+                )
             if schedule is not None:
                 key = schedule_options.pop("key", jf.name)
                 self.schedule(key, schedule, jf, **schedule_options)
@@ -262,6 +292,20 @@ class App:
         if fn is not None:
             return register(fn)
         return register
+
+    def limit(
+        self,
+        name: str,
+        *,
+        concurrency: int | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        key: Any = None,
+    ) -> None:
+        """Declare a named limit that jobs sit under with `@app.job(limits=[name])`: at most
+        `concurrency` running at once and `rate` starts ("100/s") across every worker, per
+        value of `key` if given (docs/limits.md)."""
+        self.limits.declare(name, concurrency=concurrency, rate=rate, burst=burst, key=key)
 
     def resolve(self, name: str) -> JobFunction[Any, Any]:
         """The job registered as `name` (JobNotRegistered otherwise)."""
@@ -348,6 +392,11 @@ class App:
         and ready jobs in queues that no live worker serves."""
         return self.operations.unserved_jobs()
 
+    def explain_job(self, job_id: int) -> list[str]:
+        """What holds a queued job, one reason a line: not due yet, its queue paused, no live
+        worker serving its queue or knowing its name, a limit full (docs/limits.md)."""
+        return self.limits.explain(job_id, lease=self.lease)
+
     def unknown_ready(self, queues: Sequence[str]) -> list[UnknownHere]:
         """Ready jobs in `queues` (unpaused) whose names this app does not register: its
         workers never claim them (a burst names them as it ends)."""
@@ -416,6 +465,7 @@ class App:
             wakeups=self.wakeups,
             scheduler=scheduler,
             instrumentation=self.instrumentation,
+            sync_limits=self.limits.sync,
         )
         return Worker(deps, **options)
 

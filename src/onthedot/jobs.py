@@ -15,6 +15,7 @@ from onthedot.domain.durations import parse_duration
 from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.fields import check_text
 from onthedot.domain.jobs import NewJob
+from onthedot.domain.limits import LimitSpec, encode, limit_key, unique
 from onthedot.domain.payload import JsonValue, encode_arguments
 from onthedot.domain.retention import Spec as RetentionSpec
 from onthedot.domain.retention import parse_states
@@ -119,6 +120,8 @@ class JobFunction(Generic[P, R]):
     # returns None: by the job's name). Integrations set them (the Django task job does).
     extra_queues: frozenset[str] = frozenset()
     label: Callable[[list[JsonValue]], str | None] | None = None
+    # The limits its jobs sit under (its own first, then named ones): see domain/limits.py.
+    limit_specs: tuple[LimitSpec, ...] = ()
 
     def __init__(
         self,
@@ -229,9 +232,36 @@ class JobFunction(Generic[P, R]):
         args = list(args)
         self._bind(args, kwargs)
         args_json, kwargs_json = encode_arguments(args, kwargs, self._where)
-        return NewJob(
+        job = NewJob(
             self.name, args, kwargs, **options, args_json=args_json, kwargs_json=kwargs_json
         )
+        if self.limit_specs:
+            keys = self.limit_keys(args, kwargs)
+            job.limit_key, job.limits = keys[0], encode(keys)
+        return job
+
+    def slot_limits(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[str | None, str | None]:
+        """(home key, all keys as JSON) of a schedule's job with these arguments; (None, None)
+        for a job under no limit or arguments that do not bind (the slot's job fails then)."""
+        if not self.limit_specs:
+            return None, None
+        try:
+            keys = self.limit_keys(list(args), dict(kwargs))
+        except (TypeError, ValueError):
+            return None, None
+        return keys[0], encode(keys)
+
+    def limit_keys(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+        """The limit keys of a call with these arguments (computed at enqueue, stored)."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        try:
+            return unique(limit_key(spec, arguments) for spec in self.limit_specs)
+        except Exception as exc:
+            raise ValueError(f"job {self.name!r}: its limit key failed: {exc!r}") from None
 
     # -- enqueueing -------------------------------------------------------------------------
     def enqueue(self, *args: Any, **kwargs: Any) -> int:

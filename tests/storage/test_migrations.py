@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -248,12 +249,27 @@ def test_both_dialects_build_the_same_schema(sqlite_url: str, pg_url: str) -> No
         assert lite[table] == pg[table], table
 
 
+def _run_three(execute: Any, mark: str, started: object, finished: object) -> None:
+    """The first three jobs of q1 claimed, the first of them succeeded."""
+    execute(
+        f"UPDATE onthedot_jobs SET state = 'running', worker_id = 'w', attempts = 1, "
+        f"started_at = {mark}, lease_until = {mark} WHERE id IN (SELECT id FROM onthedot_jobs "
+        "WHERE queue = 'q1' ORDER BY id LIMIT 3)",
+        (started, started),
+    )
+    execute(
+        f"UPDATE onthedot_jobs SET state = 'succeeded', finished_at = {mark} WHERE id = "
+        "(SELECT min(id) FROM onthedot_jobs WHERE queue = 'q1')",
+        (finished,),
+    )
+
+
 def test_queue_counts_are_filled_from_jobs_made_before_them(
     bare: Storage, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from onthedot.storage.postgres import storage as pg_module
     from onthedot.storage.sqlite import storage as sqlite_module
-    from tests.storage.contract.conftest import at, succeed
+    from tests.storage.contract.conftest import at
     from tests.storage.contract.test_queue_counts import check
 
     def up_to_3(backend: str) -> tuple[tuple[int, str, str], ...]:
@@ -262,17 +278,27 @@ def test_queue_counts_are_filled_from_jobs_made_before_them(
     for module in (pg_module, sqlite_module):
         monkeypatch.setattr(module, "load_migrations", up_to_3)
     assert bare.migrate() == [1, 2, 3]  # the schema before the job counts
+    # Jobs written as that schema's code wrote them (today's statements name later columns):
+    # five in q1 (one succeeded, two running), one delayed in default, one in q2.
+    t0, t60 = T0.timestamp(), at(60).timestamp()
+    rows = [("a", "q1", t0)] * 5 + [("b", "default", t60), ("c", "q2", t0)]
     if db_url.startswith("postgresql"):
-        # The claim below is this version's: migration 7's function, which reads priorities
-        # through migration 5's; each replaces itself when its migration runs.
         with psycopg.connect(db_url, autocommit=True) as conn:
-            conn.execute(load_migrations("postgres")[4][2])
-            conn.execute(load_migrations("postgres")[6][2])
-    s = bare.at(T0)
-    s.enqueue([new_job("a", queue="q1") for _ in range(5)] + [new_job("b", run_at=at(60))])
-    s.enqueue([new_job("c", queue="q2")])
-    claimed = bare.at(at(1)).claim_jobs("w", "q1", 3, 30)
-    bare.at(at(2)).finish_jobs("w", [succeed(claimed[0].id)])
+            for name, queue, ts in rows:
+                conn.execute(
+                    "INSERT INTO onthedot_jobs (name, queue, run_at, created_at) "
+                    "VALUES (%s, %s, to_timestamp(%s), to_timestamp(%s))",
+                    (name, queue, ts, t0),
+                )
+            _run_three(conn.execute, "%s", at(1), at(2))
+    else:
+        path = parse_database_url(db_url).path
+        with sqlite3.connect(str(path)) as lite:
+            lite.executemany(
+                "INSERT INTO onthedot_jobs (name, queue, run_at, created_at) VALUES (?, ?, ?, ?)",
+                [(n, q, ts, t0) for n, q, ts in rows],
+            )
+            _run_three(lite.execute, "?", at(1).timestamp(), at(2).timestamp())
     monkeypatch.undo()
     assert bare.migrate() == list(range(4, _latest(db_url) + 1))
     check(bare, at(2))

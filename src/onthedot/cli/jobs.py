@@ -183,6 +183,16 @@ def _shown(key: str, value: object) -> str:
     return printable(str(value))
 
 
+@jobs.command("explain")
+@click.argument("job_id", type=int)
+@pass_ctx
+@handle_errors
+def jobs_explain(ctx: Context, job_id: int) -> None:
+    """What holds a queued job: not due, queue paused, no live worker, a limit full."""
+    for line in ctx.reader().explain_job(job_id):
+        click.echo(printable(line))
+
+
 @jobs.command("retry")
 @click.argument("job_id", type=int)
 @pass_ctx

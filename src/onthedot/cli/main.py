@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "jobs": ("jobs", "jobs"),
     "queues": ("jobs", "queues"),
     "check": ("schedules", "check"),
+    "limits": ("limits", "limits"),
     "preview": ("schedules", "preview"),
     "schedules": ("schedules", "schedules"),
     "web": ("web", "web"),

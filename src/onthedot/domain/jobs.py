@@ -77,6 +77,8 @@ class NewJob:
     lock_key: str | None = None  # at most one running job per lock key
     args_json: str | None = None  # `args` already encoded (by validation), or None
     kwargs_json: str | None = None
+    limit_key: str | None = None  # the first of `limits`: where the claim finds the job
+    limits: str | None = None  # the limit keys it sits under, a JSON array (domain/limits.py)
 
     def encoded(self) -> tuple[str, str]:
         """The JSON text of args and kwargs (encoded once)."""

@@ -102,6 +102,8 @@ class JobTemplate:
     timeout: float | None
     args_json: str
     kwargs_json: str
+    limit_key: str | None = None  # the limits its jobs sit under (domain/limits.py)
+    limits: str | None = None
 
     def job(
         self,
@@ -123,6 +125,8 @@ class JobTemplate:
             schedule_key=sched.key,
             slot=slot,
             lock_key=lock_key,
+            limit_key=self.limit_key,
+            limits=self.limits,
         )
 
 
@@ -239,6 +243,8 @@ class AuditAction(StrEnum):
     RESET = "reset"
     EXPECTED = "expected"  # an operator's expectation overrides
     REMOVED = "removed"  # a declared schedule gone from the code
+    LIMIT_SET = "limit_set"  # an operator's override of a limit (docs/limits.md)
+    LIMIT_RESET = "limit_reset"
 
 
 @dataclass(frozen=True, slots=True)

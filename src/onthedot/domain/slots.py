@@ -35,8 +35,9 @@ def lock_key_for(key: str) -> str:
     return f"schedule:{key}"
 
 
-# JobTemplate's fields: name, queue, priority, max_attempts, timeout, args and kwargs JSON.
-_Content = tuple[str, str, int, int, float | None, str, str]
+# JobTemplate's fields: name, queue, priority, max_attempts, timeout, args and kwargs JSON,
+# limit key and limit keys.
+_Content = tuple[str, str, int, int, float | None, str, str, str | None, str | None]
 
 
 def slot_job(sched: ScheduleDef, slot: datetime, job_defaults: JobDefaults | None) -> NewJob:
@@ -55,6 +56,10 @@ def _template_content(sched: ScheduleDef, job_defaults: JobDefaults | None) -> _
     priority = sched.priority
     if priority is None:
         priority = job_defaults.priority if job_defaults is not None else 0
+    # A slot's job sits under its job's limits like any other (docs/limits.md): its keys come
+    # from the schedule's arguments, the same for every slot.
+    limits = getattr(job_defaults, "slot_limits", None)
+    limit_key, keys = limits(sched.args, sched.kwargs) if limits is not None else (None, None)
     return (
         sched.job,
         queue,
@@ -63,6 +68,8 @@ def _template_content(sched: ScheduleDef, job_defaults: JobDefaults | None) -> _
         job_defaults.timeout if job_defaults is not None else None,
         json.dumps(list(sched.args)) if sched.args else "[]",
         json.dumps(dict(sched.kwargs)) if sched.kwargs else "{}",
+        limit_key,
+        keys,
     )
 
 

@@ -169,6 +169,26 @@ class WorkerProcessKilled(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class LimitHeld(Event):
+    """A claim left `count` ready jobs queued because limit `limit` was full (docs/limits.md)."""
+
+    limit: str
+    queue: str
+    count: int
+    level = logging.DEBUG
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSaturated(Event):
+    """A claim filled a limit key to its concurrency: its next jobs wait for one to end (said
+    at most once a minute per key by each worker)."""
+
+    limit: str
+    key: str
+    concurrency: int
+
+
+@dataclass(frozen=True, slots=True)
 class DatabaseError(Event):
     where: str
     error: str

@@ -28,6 +28,8 @@ from onthedot.observability.events import (
     JobRetried,
     JobStarted,
     JobSucceeded,
+    LimitHeld,
+    LimitSaturated,
 )
 from onthedot.observability.metrics_db import DatabaseCollector, MetricsApp
 
@@ -89,6 +91,19 @@ class EventMetrics:
             buckets=BUCKETS,
             registry=r,
         )
+        self.limit_held = Counter(
+            "onthedot_limit_claims_held",
+            "Ready jobs a claim of this process left queued because a limit was full.",
+            ("limit",),
+            registry=r,
+        )
+        self.limit_saturated = Counter(
+            "onthedot_limit_saturated",
+            "Limit keys this process's claims filled to their concurrency (at most one a minute "
+            "per key).",
+            ("limit",),
+            registry=r,
+        )
         self.database_errors = Counter(
             "onthedot_database_errors",
             "Database errors a worker thread waited out, by where they happened.",
@@ -106,6 +121,8 @@ class EventMetrics:
             JobCancelled,
             JobRescued,
             DatabaseError,
+            LimitHeld,
+            LimitSaturated,
         )
 
     def close(self) -> None:
@@ -138,6 +155,10 @@ class EventMetrics:
             ).inc()
         elif isinstance(event, DatabaseError):
             self.database_errors.labels(event.where).inc()
+        elif isinstance(event, LimitHeld):
+            self.limit_held.labels(event.limit).inc(event.count)
+        elif isinstance(event, LimitSaturated):
+            self.limit_saturated.labels(event.limit).inc()
 
 
 def instrument(app: MetricsApp, *, late_after: float = 60.0) -> EventMetrics:

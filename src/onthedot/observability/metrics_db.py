@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import QueueStats
+from onthedot.domain.limits import KeyLoad, LimitRow, split_key
 from onthedot.domain.serving import alive as worker_alive
 from onthedot.domain.workers import WorkerRow
 from onthedot.observability.events import EventBus
@@ -45,6 +46,10 @@ class _Operations(Protocol):
     def schema_version(self) -> tuple[int, int]: ...
 
 
+class _Limits(Protocol):
+    def loads(self) -> tuple[list[LimitRow], list[KeyLoad]]: ...
+
+
 class _Health(Protocol):
     def report(self) -> HealthReport: ...
 
@@ -70,6 +75,9 @@ class MetricsApp(Protocol):
     @property
     def schedules(self) -> _Schedules: ...
 
+    @property
+    def limits(self) -> _Limits: ...
+
     def queue_stats(self) -> list[QueueStats]: ...
 
 
@@ -91,6 +99,7 @@ class DatabaseCollector(Collector):
             workers = self.app.operations.workers()
             views = self.app.schedules.views()
             health = self.app.health.report()
+            limits, loads = self.app.limits.loads()
         except (OnthedotError, OSError):
             up.add_metric([], 0)
             yield up
@@ -99,6 +108,7 @@ class DatabaseCollector(Collector):
         yield up
         yield from _queue_metrics(queues)
         yield from _worker_metrics(workers, self.app.lease)
+        yield from _limit_metrics(limits, loads)
         yield from _schedule_metrics(views, now, self.late_after)
         yield from gauges(health_families(health))  # schedule health: metrics_health.py
 
@@ -127,6 +137,37 @@ def _queue_metrics(queues: list[QueueStats]) -> Iterator[Metric]:
         oldest.add_metric([q.queue], q.oldest_ready_age or 0.0)
         paused.add_metric([q.queue], int(q.paused))
     yield from (jobs, ready, running, oldest, paused)
+
+
+TOP_KEYS = 5  # the keys of a limit with their own series; the rest are summed as "(other)"
+
+
+def _limit_metrics(limits: list[LimitRow], loads: list[KeyLoad]) -> Iterator[Metric]:
+    """Per limit, running and waiting jobs of its busiest keys (bounded label cardinality)."""
+    running = GaugeMetricFamily(
+        "onthedot_limit_running",
+        f"Jobs running under a limit, for its {TOP_KEYS} busiest keys and '(other)'.",
+        labels=["limit", "key"],
+    )
+    waiting = GaugeMetricFamily(
+        "onthedot_limit_waiting",
+        "Jobs queued under a limit (as their first limit), by key as onthedot_limit_running.",
+        labels=["limit", "key"],
+    )
+    by_limit: dict[str, list[KeyLoad]] = {r.effective.name: [] for r in limits}
+    for load in loads:
+        by_limit.setdefault(split_key(load.lkey)[0], []).append(load)
+    for name, keys in sorted(by_limit.items()):
+        keys.sort(key=lambda k: (-k.running, -k.waiting, k.lkey))
+        for k in keys[:TOP_KEYS]:
+            label = split_key(k.lkey)[1]
+            running.add_metric([name, label], k.running)
+            waiting.add_metric([name, label], k.waiting)
+        rest = keys[TOP_KEYS:]
+        if rest:
+            running.add_metric([name, "(other)"], sum(k.running for k in rest))
+            waiting.add_metric([name, "(other)"], sum(k.waiting for k in rest))
+    yield from (running, waiting)
 
 
 def _worker_metrics(workers: list[WorkerRow], lease: float) -> Iterator[Metric]:

@@ -1,7 +1,8 @@
 """The storage contract: `Storage`, every role's verbs over one database (the roles are in
-storage/roles.py, schedule health's in storage/health.py), and the records they take and
-return (storage/records.py, re-exported here). Every backend implements it all and passes the
-conformance suite in `tests/storage/contract/`; a consumer depends on the roles it uses."""
+storage/roles.py, schedule health's in storage/health.py, flow control's in storage/limits.py),
+and the records they take and return (storage/records.py, re-exported here). Every backend
+implements it all and passes the conformance suite in `tests/storage/contract/`; a consumer
+depends on the roles it uses."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Protocol
 
 from onthedot.domain.workers import WorkerInfo, WorkerRow
 from onthedot.storage.health import HealthStorage
+from onthedot.storage.limits import LimitStorage
 from onthedot.storage.records import (
     KEEP,
     CallerConnection,
@@ -40,6 +42,7 @@ __all__ = [
     "Keep",
     "LedgerStore",
     "Lifecycle",
+    "LimitStorage",
     "OperatorPatch",
     "Renewal",
     "RescuedJob",
@@ -54,6 +57,14 @@ __all__ = [
 
 
 class Storage(
-    Lifecycle, JobStore, Claiming, WorkerStore, AdminReads, LedgerStore, HealthStorage, Protocol
+    Lifecycle,
+    JobStore,
+    Claiming,
+    WorkerStore,
+    AdminReads,
+    LedgerStore,
+    HealthStorage,
+    LimitStorage,
+    Protocol,
 ):
     """Every verb over one database. Thread-safe."""

@@ -18,6 +18,7 @@ from onthedot.web.hosts import HostRule, allowed_from_env
 from onthedot.web.rendering import build_environment
 from onthedot.web.routes_health import routes as health_routes
 from onthedot.web.routes_jobs import routes as job_routes
+from onthedot.web.routes_limits import routes as limit_routes
 from onthedot.web.routes_overview import routes as overview_routes
 from onthedot.web.routes_schedules import routes as schedule_routes
 from onthedot.web.routes_workers import routes as worker_routes
@@ -72,6 +73,7 @@ def asgi(
             *health_routes,
             *schedule_routes,
             *worker_routes,
+            *limit_routes,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[

@@ -44,7 +44,9 @@ def jobs_count(pg: Page) -> Response:
 @page
 def job_page(pg: Page) -> Response:
     job = _job(pg)
-    return pg.render("job.html", job=job)
+    # What holds it (docs/limits.md): not due, its queue paused, no live worker, a limit.
+    waiting = pg.app.explain_job(job.id) if job.state.value == "queued" else []
+    return pg.render("job.html", job=job, waiting=waiting)
 
 
 def _job(pg: Page) -> Job:

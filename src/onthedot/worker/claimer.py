@@ -16,6 +16,8 @@ from enum import Enum
 
 from onthedot.clock import REAL, Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
+from onthedot.domain.limits import LimitedClaim, split_key
+from onthedot.observability.events import EventBus, LimitHeld, LimitSaturated
 from onthedot.storage.interface import Storage
 from onthedot.storage.wakeup import Wakeup
 from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
@@ -98,6 +100,7 @@ class Claimer:
         flags: Flags,
         backoff: DatabaseBackoff,
         known: Mapping[str, object] | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.options = options
         # The registry of the jobs this worker can run: it claims only those names, so a job
@@ -116,6 +119,11 @@ class Claimer:
         self._ready_at: float | None = None  # when the last lookup said a job is due
         self._alone_at = -math.inf  # the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
+        self._limited: tuple[int, bool] | None = None  # (jobs known, whether any is limited)
+        self.events = events
+        self._saturated: dict[str, float] = {}  # limit key -> when LimitSaturated was said
+        self._limited_first: set[str] = set()  # queues whose last claim found only limited jobs
+        self._claims = 0
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
@@ -180,6 +188,8 @@ class Claimer:
         timeout = self.options.poll_interval
         if self.options.stop_after is not None:
             timeout = min(timeout, 0.1)
+        if self.limited():
+            timeout = min(timeout, self.BUSY_LOCK_RECHECK)
         if self.state is ClaimerState.STUCK:
             # The lookup saw a ready job and the claim right after got none: its lock key is
             # held (or another worker took it). Look again shortly.
@@ -215,6 +225,8 @@ class Claimer:
                 timeout = min(timeout, ready_in)
         if self._wait(timeout):
             return True
+        if self.limited():
+            return True  # a limited job's slot or token frees without an announcement
         return self._ready_at is not None and self.clock.monotonic() >= self._ready_at
 
     def _wait(self, timeout: float) -> bool:
@@ -229,6 +241,36 @@ class Claimer:
         if len(self._names) != len(self.known):
             self._names = tuple(self.known)
         return self._names
+
+    SATURATED_EVERY = 60.0  # a key's LimitSaturated is said at most this often (seconds)
+
+    def report(self, queue: str, claim: LimitedClaim) -> None:
+        """Events of a limited claim: what each limit held back, the keys it filled."""
+        events = self.events
+        if events is None:
+            return
+        for name, count in claim.held.items():
+            events.emit(LimitHeld(name, queue, count))
+        now = REAL.monotonic()  # a rate limit of the events: real seconds
+        for lkey, concurrency in claim.saturated:
+            if now - self._saturated.get(lkey, -self.SATURATED_EVERY) >= self.SATURATED_EVERY:
+                self._saturated[lkey] = now
+                name, key = split_key(lkey)
+                events.emit(LimitSaturated(name, key, concurrency))
+        if len(self._saturated) > 10_000:  # bounded: forget the oldest half
+            for k in sorted(self._saturated, key=self._saturated.__getitem__)[:5_000]:
+                del self._saturated[k]
+
+    def limited(self) -> bool:
+        """Whether a job this worker claims sits under a limit (docs/limits.md): then it also
+        claims limited jobs, and an idle worker looks again every `BUSY_LOCK_RECHECK` (a
+        finished job frees its slot without an announcement)."""
+        if self.known is None:
+            return True
+        if self._limited is None or self._limited[0] != len(self.known):
+            flag = any(getattr(j, "limit_specs", ()) for j in self.known.values())
+            self._limited = (len(self.known), flag)
+        return self._limited[1]
 
     def claim_alone(self) -> bool:
         """A worker holding nothing first looks for a solo job (one lost beside others when a
@@ -256,6 +298,51 @@ class Claimer:
                 return True
         return False
 
+    # A queue whose last claim found only limited jobs asks the limited claim first (the
+    # unlimited claim's round trip off its path), but the unlimited claim still runs first one
+    # claim in this many, so that unlimited jobs behind a busy limited queue are never starved.
+    FREE_FIRST_EVERY = 8
+
+    def _claim_queue(self, queue: str, want: int) -> int:
+        """Claim up to `want` jobs of one queue: unlimited ones, then limited ones (or the
+        other way round, see FREE_FIRST_EVERY); how many."""
+        opts, pipeline = self.options, self.pipeline
+        limited = self.limited()
+        self._claims += 1
+        limited_first = (
+            limited and queue in self._limited_first and self._claims % self.FREE_FIRST_EVERY != 0
+        )
+        taken_free = taken_limited = 0
+        if limited_first:
+            taken_limited = self._claim_limited(queue, want)
+        if taken_limited < want:
+            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
+            jobs = self.storage.claim_jobs(
+                opts.worker_id, queue, want - taken_limited, opts.lease, shared=True,
+                names=self.names(),
+            )  # fmt: skip
+            if jobs:
+                pipeline.add_claimed(jobs, sent=sent)
+            taken_free = len(jobs)
+            if not limited_first and limited and taken_free < want:
+                taken_limited = self._claim_limited(queue, want - taken_free)
+        if taken_free:
+            self._limited_first.discard(queue)
+        elif taken_limited:
+            self._limited_first.add(queue)
+        return taken_free + taken_limited
+
+    def _claim_limited(self, queue: str, want: int) -> int:
+        opts = self.options
+        sent = lease_clock()
+        held = self.storage.claim_limited(
+            opts.worker_id, queue, want, opts.lease, shared=True, names=self.names()
+        )
+        self.report(queue, held)
+        if held:
+            self.pipeline.add_claimed(held, sent=sent)
+        return len(held)
+
     def claim(self, free: int) -> tuple[int, bool]:
         """Claim up to `free` jobs; (how many, whether more may be ready right now)."""
         opts = self.options
@@ -270,15 +357,10 @@ class Claimer:
             if want <= 0:
                 pipeline.claimed(asked, total)
                 return total, True  # no room left for this queue's jobs
-            sent = lease_clock()  # the claim is proven from here (worker/leases.py)
-            jobs = self.storage.claim_jobs(
-                opts.worker_id, queue_name, want, opts.lease, shared=True, names=self.names()
-            )
-            if jobs:
-                pipeline.add_claimed(jobs, sent=sent)
-                total += len(jobs)
-                if len(jobs) >= want:
-                    pipeline.claimed(asked, total)
-                    return total, True
+            taken = self._claim_queue(queue_name, want)
+            total += taken
+            if taken >= want:
+                pipeline.claimed(asked, total)
+                return total, True
         pipeline.claimed(asked, total)
         return total, False

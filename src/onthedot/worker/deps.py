@@ -82,3 +82,5 @@ class WorkerDeps:
     scheduler: SchedulerFactory | None = None
     instrumentation: Instrumentation | None = None
     audit_retention: timedelta | None = None  # None: the audit log is kept forever
+    # Records the limits the code declares (docs/limits.md), at the worker's start.
+    sync_limits: Callable[[], None] | None = None

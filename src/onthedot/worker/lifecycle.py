@@ -124,6 +124,7 @@ class Worker:
             flags=self.flags,
             backoff=self.backoff,
             known=deps.jobs,
+            events=deps.events,
         )
         self.executors = Executors(
             worker_id=self.id,
@@ -249,6 +250,8 @@ class Worker:
             self.scheduler = deps.scheduler(self.id, self.flags.stopping)
             self.generation = retry("scheduler start", self.scheduler.prepare)
         retry("register worker", lambda: self.storage.register_worker(self._info()))
+        if deps.sync_limits is not None:
+            retry("limits sync", deps.sync_limits)
         if self.scheduler is not None:
             retry("schedule sync", self.scheduler.sync)
         self._unregister_wakeup = deps.wakeups.on_jobs(self._local_wake)

@@ -5,12 +5,13 @@ SELECT now();
 
 -- name: enqueue_one
 -- Positional parameters, in the order of rows.job_params (name, queue, priority, args, kwargs,
--- run_at, now, max_attempts, timeout, unique_key, schedule_key, slot, lock_key, now): the
--- single enqueue's parameters go out without a lookup by name.
+-- run_at, now, max_attempts, timeout, unique_key, schedule_key, slot, lock_key, limit_key,
+-- limits, now): the single enqueue's parameters go out without a lookup by name.
 INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
-                           unique_key, schedule_key, slot, lock_key, created_at)
+                           unique_key, schedule_key, slot, lock_key, limit_key, limits,
+                           created_at)
 VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, COALESCE(%s::timestamptz, %s::timestamptz, now()), %s,
-        %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()))
+        %s, %s, %s, %s, %s, %s, %s, COALESCE(%s::timestamptz, now()))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
 DO NOTHING
 RETURNING id;
@@ -63,7 +64,7 @@ SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
     charged = true, began = true
 WHERE j.id IN (
     SELECT q.id FROM onthedot_jobs q
-    WHERE q.state = 'queued' AND q.queue = %(queue)s
+    WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = %(queue)s
       AND q.run_at <= COALESCE(%(now)s::timestamptz, now())
       AND q.solo
       AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = %(queue)s AND p.paused)
@@ -287,7 +288,7 @@ SELECT EXTRACT(EPOCH FROM min(first.run_at) - COALESCE(%(now)s::timestamptz, now
 FROM unnest(%(queues)s::text[]) AS v(queue),
      onthedot_queue_priorities(v.queue) AS prio(priority),
      LATERAL (SELECT q.run_at FROM onthedot_jobs q
-              WHERE q.state = 'queued' AND q.queue = v.queue AND q.priority = prio.priority
+              WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = v.queue AND q.priority = prio.priority
               ORDER BY q.run_at LIMIT 1) AS first;
 
 -- name: get_job
@@ -400,10 +401,10 @@ g AS (
 p AS MATERIALIZED (
     SELECT g.queue,
            (SELECT count(*) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority
               AND j.run_at > t.now) AS future,
            (SELECT min(j.run_at) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority) AS oldest
     FROM g CROSS JOIN t
     WHERE g.state = 'queued' AND g.n > 0
 ),
@@ -615,16 +616,17 @@ FOR UPDATE OF s SKIP LOCKED;
 -- cheap to encode and to parse.
 WITH sg AS MATERIALIZED (
     SELECT g.i, g.slot, g.outcome, g.name, g.queue, g.priority, g.args::jsonb AS args,
-           g.kwargs::jsonb AS kwargs, g.run_at, g.max_attempts, g.timeout, g.lock_key
+           g.kwargs::jsonb AS kwargs, g.run_at, g.max_attempts, g.timeout, g.lock_key,
+           g.limit_key, g.limits
     FROM json_to_recordset(%(sgroups)s::json)
          AS g(i int, slot timestamptz, outcome text, name text, queue text, priority int,
               args text, kwargs text, run_at timestamptz, max_attempts int, timeout float8,
-              lock_key text)
+              lock_key text, limit_key text, limits text)
 ),
 seq AS MATERIALIZED (SELECT pg_get_serial_sequence('onthedot_jobs', 'id')::regclass AS s),
 input AS MATERIALIZED (
     SELECT k.ord, k.key, g.slot, g.outcome, g.name, g.queue, g.priority, g.args, g.kwargs,
-           g.run_at, g.max_attempts, g.timeout, g.lock_key,
+           g.run_at, g.max_attempts, g.timeout, g.lock_key, g.limit_key, g.limits,
            CASE WHEN g.name IS NOT NULL THEN nextval(seq.s) END AS job_id
     FROM ROWS FROM (json_array_elements_text(%(skeys)s::json),
                     json_array_elements_text(%(sgi)s::json)) WITH ORDINALITY AS k(key, gi, ord)
@@ -642,9 +644,10 @@ done AS MATERIALIZED (
 ),
 jobs AS (
     INSERT INTO onthedot_jobs (id, name, queue, priority, args, kwargs, run_at, max_attempts,
-                               timeout, schedule_key, slot, lock_key, created_at)
+                               timeout, schedule_key, slot, lock_key, limit_key, limits,
+                               created_at)
     SELECT job_id, name, queue, priority, args, kwargs, COALESCE(run_at, %(now)s), max_attempts,
-           timeout, key, slot, lock_key, %(now)s
+           timeout, key, slot, lock_key, limit_key, limits, %(now)s
     FROM done WHERE job_id IS NOT NULL
 ),
 pg AS MATERIALIZED (
@@ -921,3 +924,97 @@ DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < %(before)s
 
 -- name: ping_targets
 SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;
+
+-- name: limit_state
+-- Each key's limit (NULL columns: not registered by any worker yet) and tokens available now.
+SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
+       CASE WHEN l.rate IS NULL THEN NULL
+            ELSE least(coalesce(l.burst, 1)::float8,
+                       coalesce(s.tokens + l.rate * extract(epoch FROM
+                           (COALESCE(%(now)s::timestamptz, now()) - s.refilled_at))::float8,
+                           coalesce(l.burst, 1)::float8))
+       END,
+       l.rate
+FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE s.lkey = ANY(%(lkeys)s::text[])
+ORDER BY s.lkey;
+
+-- name: limit_running
+-- The running jobs under each limit key (`every`: all keys, else those of `lkeys`): a
+-- crashed worker's job counts until its rescue. Reads only the running limited jobs.
+SELECT k, count(*) FROM onthedot_jobs r, json_array_elements_text(r.limits::json) AS k
+WHERE r.state = 'running' AND r.limit_key IS NOT NULL
+  AND (%(every)s OR k = ANY(%(lkeys)s::text[]))
+GROUP BY k;
+
+-- name: limit_waiting
+-- The queued jobs of each home key (`every`: all keys, else those of `lkeys`).
+SELECT q.limit_key, count(*) FROM onthedot_jobs q
+WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
+  AND (%(every)s OR q.limit_key = ANY(%(lkeys)s::text[]))
+GROUP BY q.limit_key;
+
+-- name: limit_sync
+INSERT INTO onthedot_limits AS o (name, concurrency, rate, burst, code_concurrency, code_rate,
+                                  code_burst, updated_at)
+VALUES (%(name)s, %(concurrency)s, %(rate)s, %(burst)s, %(concurrency)s, %(rate)s, %(burst)s,
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (name) DO UPDATE SET
+    code_concurrency = excluded.code_concurrency, code_rate = excluded.code_rate,
+    code_burst = excluded.code_burst,
+    concurrency = CASE WHEN o.overridden THEN o.concurrency ELSE excluded.concurrency END,
+    rate = CASE WHEN o.overridden THEN o.rate ELSE excluded.rate END,
+    burst = CASE WHEN o.overridden THEN o.burst ELSE excluded.burst END,
+    updated_at = excluded.updated_at
+WHERE o.code_concurrency IS DISTINCT FROM excluded.code_concurrency
+   OR o.code_rate IS DISTINCT FROM excluded.code_rate
+   OR o.code_burst IS DISTINCT FROM excluded.code_burst;
+
+-- name: limit_set
+UPDATE onthedot_limits
+SET concurrency = %(concurrency)s, rate = %(rate)s, burst = %(burst)s, overridden = true,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: limit_reset
+UPDATE onthedot_limits
+SET concurrency = code_concurrency, rate = code_rate, burst = code_burst, overridden = false,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: limit_rows
+SELECT name, concurrency, rate, burst, code_concurrency, code_rate, code_burst, overridden
+FROM onthedot_limits ORDER BY name;
+
+-- name: limit_job
+SELECT state, queue, name,
+       extract(epoch FROM (run_at - COALESCE(%(now)s::timestamptz, now())))::float8, limits
+FROM onthedot_jobs WHERE id = %(id)s;
+
+-- name: limit_gather
+-- The limited claim's reads in one call (migration 0010's onthedot_limit_gather); SQLite runs
+-- limit_candidates, limit_jobs, limit_ensure, limit_state and limit_running instead.
+SELECT onthedot_limit_gather(%(queue)s::text, %(now)s::timestamptz, %(limit)s::integer,
+                             %(any_name)s::boolean, %(names)s::text[]);
+
+-- name: limit_apply
+-- The picked jobs claimed and the keys' buckets written, in one statement (SQLite: limit_claim,
+-- then limit_take per key). A solo job's attempt counts (see limit_claim).
+WITH taken AS (
+    UPDATE onthedot_limit_keys s
+    SET tokens = v.tokens, refilled_at = COALESCE(%(now)s::timestamptz, now()),
+        last_start = COALESCE(%(now)s::timestamptz, now())
+    FROM unnest(%(tkeys)s::text[], %(tokens)s::float8[]) AS v(lkey, tokens)
+    WHERE s.lkey = v.lkey
+)
+UPDATE onthedot_jobs j
+SET state = 'running', worker_id = %(worker_id)s, attempts = j.attempts + 1,
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_until = COALESCE(%(now)s::timestamptz, now()) + %(lease)s * interval '1 second',
+    charged = %(charge)s OR j.solo, began = %(charge)s OR j.solo
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.state = 'queued'
+RETURNING j.id, j.name, j.args::text, j.kwargs::text, j.queue, j.attempts,
+          j.max_attempts + j.lost, j.timeout, j.schedule_key, j.slot, j.priority,
+          date_part('epoch', j.run_at), j.unique_key;

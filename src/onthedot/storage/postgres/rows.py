@@ -34,6 +34,8 @@ def job_params(job: NewJob, now: datetime | None) -> tuple[object, ...]:
         job.schedule_key,
         job.slot,
         job.lock_key,
+        job.limit_key,
+        job.limits,
         now,
     )
 

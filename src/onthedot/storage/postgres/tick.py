@@ -33,6 +33,8 @@ def _template_of(job: NewJob) -> JobTemplate:
         timeout=job.timeout,
         args_json=args_json,
         kwargs_json=kwargs_json,
+        limit_key=job.limit_key,
+        limits=job.limits,
     )
 
 
@@ -59,6 +61,8 @@ def _slot_group(i: int, g: tuple[Any, ...]) -> dict[str, object]:
         "max_attempts": t.max_attempts if t else None,
         "timeout": t.timeout if t else None,
         "lock_key": lock_key,
+        "limit_key": t.limit_key if t else None,
+        "limits": t.limits if t else None,
     }
 
 

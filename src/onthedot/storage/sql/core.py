@@ -7,9 +7,12 @@ from onthedot.storage.sql.health import HealthVerbs
 from onthedot.storage.sql.history import HistoryVerbs
 from onthedot.storage.sql.jobs import JobVerbs
 from onthedot.storage.sql.ledger import LedgerVerbs
+from onthedot.storage.sql.limits import LimitVerbs
 from onthedot.storage.sql.reads import ReadVerbs
 from onthedot.storage.sql.workers import WorkerVerbs
 
 
-class SqlStorage(JobVerbs, WorkerVerbs, ReadVerbs, LedgerVerbs, HistoryVerbs, HealthVerbs):
+class SqlStorage(
+    JobVerbs, WorkerVerbs, ReadVerbs, LedgerVerbs, HistoryVerbs, HealthVerbs, LimitVerbs
+):
     """The verbs' bodies over `self.d` (a Dialect) and the backend's connections."""

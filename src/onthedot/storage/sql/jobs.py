@@ -34,7 +34,7 @@ class JobVerbs(SqlBase):
             with self._write() as conn:
                 return [self._insert_job(conn, jobs[0], fixed)]
         with self._tx() as conn:
-            if any(j.unique_key for j in jobs):
+            if any(j.unique_key or j.limits for j in jobs):  # row by row
                 return [self._insert_job(conn, job, fixed) for job in jobs]
             return self._insert_many(conn, jobs, fixed)
 

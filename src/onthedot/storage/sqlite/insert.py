@@ -29,6 +29,8 @@ def insert_job(conn: sqlite3.Connection, job: NewJob, now: float) -> int:
         "schedule_key": job.schedule_key,
         "slot": None if job.slot is None else slot_ts(job.slot),
         "lock_key": job.lock_key,
+        "limit_key": job.limit_key,
+        "limits": job.limits,
     }
     row = conn.execute(Q["enqueue_one"], params).fetchone()
     if row is None:

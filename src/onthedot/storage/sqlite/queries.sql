@@ -3,9 +3,10 @@
 
 -- name: enqueue_one
 INSERT INTO onthedot_jobs (name, queue, priority, args, kwargs, run_at, max_attempts, timeout,
-                           unique_key, schedule_key, slot, lock_key, created_at)
+                           unique_key, schedule_key, slot, lock_key, limit_key, limits,
+                           created_at)
 VALUES (:name, :queue, :priority, :args, :kwargs, COALESCE(:run_at, :now), :max_attempts,
-        :timeout, :unique_key, :schedule_key, :slot, :lock_key, :now)
+        :timeout, :unique_key, :schedule_key, :slot, :lock_key, :limit_key, :limits, :now)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running')
 DO NOTHING
 RETURNING id;
@@ -26,11 +27,11 @@ SELECT id FROM onthedot_jobs WHERE unique_key = :unique_key AND state IN ('queue
 -- each range in (run_at, id) order), where sorting would read every due job of every priority.
 WITH RECURSIVE prio(priority) AS (
     SELECT (SELECT q.priority FROM onthedot_jobs q
-            WHERE q.state = 'queued' AND q.queue = :queue
+            WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue
             ORDER BY q.priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT q.priority FROM onthedot_jobs q
-            WHERE q.state = 'queued' AND q.queue = :queue AND q.priority < prio.priority
+            WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue AND q.priority < prio.priority
             ORDER BY q.priority DESC LIMIT 1)
     FROM prio WHERE prio.priority IS NOT NULL)
 UPDATE onthedot_jobs
@@ -41,7 +42,8 @@ WHERE id IN (
     WHERE prio.priority IS NOT NULL
       -- A paused queue is checked in the claim itself (see PostgreSQL's claim_jobs).
       AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
-      AND q.state = 'queued' AND q.queue = :queue AND q.priority = prio.priority
+      AND q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue
+      AND q.priority = prio.priority
       AND q.run_at <= :now
       AND (:shared = 0 OR q.solo = 0)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
@@ -62,7 +64,7 @@ SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_
     lease_until = :now + :lease, charged = 1, began = 1
 WHERE id IN (
     SELECT q.id FROM onthedot_jobs q
-    WHERE q.state = 'queued' AND q.queue = :queue AND q.run_at <= :now
+    WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = :queue AND q.run_at <= :now
       AND q.solo = 1
       AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
       AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
@@ -248,17 +250,17 @@ RETURNING task;
 -- The earliest run_at of each (queue, priority), one index descent each, as on PostgreSQL.
 WITH RECURSIVE prio(queue, priority) AS (
     SELECT v.value, (SELECT q.priority FROM onthedot_jobs q
-                     WHERE q.state = 'queued' AND q.queue = v.value
+                     WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = v.value
                      ORDER BY q.priority DESC LIMIT 1)
     FROM json_each(:queues) AS v
     UNION ALL
     SELECT prio.queue, (SELECT q.priority FROM onthedot_jobs q
-                        WHERE q.state = 'queued' AND q.queue = prio.queue
+                        WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = prio.queue
                           AND q.priority < prio.priority
                         ORDER BY q.priority DESC LIMIT 1)
     FROM prio WHERE prio.priority IS NOT NULL)
 SELECT min((SELECT q.run_at FROM onthedot_jobs q
-            WHERE q.state = 'queued' AND q.queue = prio.queue AND q.priority = prio.priority
+            WHERE q.state = 'queued' AND q.limit_key IS NULL AND q.queue = prio.queue AND q.priority = prio.priority
             ORDER BY q.run_at LIMIT 1)) - :now
 FROM prio WHERE prio.priority IS NOT NULL;
 
@@ -362,10 +364,10 @@ SELECT state FROM onthedot_jobs WHERE id = :id;
 WITH p AS MATERIALIZED (
     SELECT g.queue,
            (SELECT count(*) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority
               AND j.run_at > :now) AS future,
            (SELECT min(j.run_at) FROM onthedot_jobs j
-            WHERE j.state = 'queued' AND j.queue = g.queue AND j.priority = g.priority) AS oldest
+            WHERE j.state = 'queued' AND j.limit_key IS NULL AND j.queue = g.queue AND j.priority = g.priority) AS oldest
     FROM (SELECT queue, priority FROM onthedot_job_counts WHERE state = 'queued'
           GROUP BY queue, priority HAVING sum(n) > 0) AS g
 ),
@@ -760,3 +762,128 @@ DELETE FROM onthedot_alerts WHERE state <> 'pending' AND created_at < :before;
 
 -- name: ping_targets
 SELECT key, ping FROM onthedot_schedule_health WHERE ping IS NOT NULL;
+
+-- name: limit_candidates
+-- The home keys with a due job in the queue whose own limit has room (a hint: the claim checks
+-- every limit under its lock), least recently started first. A loose scan of the limited ready
+-- index: one descent per key, never a walk of a key's backlog.
+WITH RECURSIVE k(lkey) AS (
+    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = :queue AND q.limit_key IS NOT NULL)
+    UNION ALL
+    SELECT (SELECT min(q.limit_key) FROM onthedot_jobs q
+            WHERE q.state = 'queued' AND q.queue = :queue AND q.limit_key IS NOT NULL
+              AND q.limit_key > k.lkey)
+    FROM k WHERE k.lkey IS NOT NULL)
+SELECT k.lkey FROM k
+LEFT JOIN onthedot_limit_keys s ON s.lkey = k.lkey
+LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE k.lkey IS NOT NULL
+  -- A paused queue is checked in the claim itself, as in claim_jobs.
+  AND NOT EXISTS (SELECT 1 FROM onthedot_queues p WHERE p.name = :queue AND p.paused = 1)
+  AND (l.concurrency IS NULL
+       OR l.concurrency > (SELECT count(*) FROM onthedot_jobs r
+                           WHERE r.state = 'running' AND r.limit_key = k.lkey))
+  AND (l.rate IS NULL OR s.tokens IS NULL
+       OR min(coalesce(l.burst, 1), s.tokens + (:now - s.refilled_at) * l.rate) >= 1)
+  AND EXISTS (SELECT 1 FROM onthedot_jobs q
+              WHERE q.state = 'queued' AND q.queue = :queue AND q.limit_key = k.lkey
+                AND q.run_at <= :now)
+ORDER BY s.last_start IS NOT NULL, s.last_start, k.lkey
+LIMIT :limit;
+
+-- name: limit_jobs
+-- A home key's due jobs in claim order, with every limit key each sits under.
+SELECT q.id, q.limits FROM onthedot_jobs q
+WHERE q.state = 'queued' AND q.queue = :queue AND q.limit_key = :lkey AND q.run_at <= :now
+  AND (:any_name = 1 OR q.name IN (SELECT value FROM json_each(:names)))
+  AND (q.lock_key IS NULL OR (
+      NOT EXISTS (SELECT 1 FROM onthedot_jobs r
+                  WHERE r.lock_key = q.lock_key AND r.state = 'running')
+      AND q.id = (SELECT min(o.id) FROM onthedot_jobs o
+                  WHERE o.lock_key = q.lock_key AND o.state = 'queued')))
+ORDER BY q.priority DESC, q.run_at, q.id
+LIMIT :limit;
+
+-- name: limit_ensure
+INSERT INTO onthedot_limit_keys (lkey, name)
+SELECT value, substr(value, 1, instr(value, '|') - 1) FROM json_each(:lkeys) WHERE true
+ON CONFLICT (lkey) DO NOTHING;
+
+-- name: limit_state
+-- Each key's limit (NULL columns: not registered by any worker yet) and tokens available now.
+SELECT s.lkey, l.name IS NOT NULL, l.concurrency,
+       CASE WHEN l.rate IS NULL THEN NULL
+            ELSE min(coalesce(l.burst, 1),
+                     coalesce(s.tokens + (:now - s.refilled_at) * l.rate, coalesce(l.burst, 1)))
+       END,
+       l.rate
+FROM onthedot_limit_keys s LEFT JOIN onthedot_limits l ON l.name = s.name
+WHERE s.lkey IN (SELECT value FROM json_each(:lkeys))
+ORDER BY s.lkey;
+
+-- name: limit_row_lock
+-- SQLite: the claim's write transaction (BEGIN IMMEDIATE) is the lock; nothing to add.
+
+-- name: limit_running
+-- The running jobs under each limit key (`every`: all keys, else those of `lkeys`): a
+-- crashed worker's job counts until its rescue. Reads only the running limited jobs.
+SELECT k.value, count(*) FROM onthedot_jobs r, json_each(r.limits) k
+WHERE r.state = 'running' AND r.limit_key IS NOT NULL
+  AND (:every = 1 OR k.value IN (SELECT value FROM json_each(:lkeys)))
+GROUP BY k.value;
+
+-- name: limit_waiting
+-- The queued jobs of each home key (`every`: all keys, else those of `lkeys`).
+SELECT q.limit_key, count(*) FROM onthedot_jobs q
+WHERE q.state = 'queued' AND q.limit_key IS NOT NULL
+  AND (:every = 1 OR q.limit_key IN (SELECT value FROM json_each(:lkeys)))
+GROUP BY q.limit_key;
+
+-- name: limit_claim
+-- A solo job (lost beside others, domain.rescue) is never claimed alone when limited: its
+-- attempt counts here instead, so a job that kills its worker fails in the end.
+UPDATE onthedot_jobs
+SET state = 'running', worker_id = :worker_id, attempts = attempts + 1, started_at = :now,
+    lease_until = :now + :lease, charged = max(:charge, solo), began = max(:charge, solo)
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+RETURNING id, name, args, kwargs, queue, attempts, max_attempts + lost, timeout, schedule_key,
+          slot, priority, run_at, unique_key;
+
+-- name: limit_take
+UPDATE onthedot_limit_keys SET tokens = :tokens, refilled_at = :now, last_start = :now
+WHERE lkey = :lkey;
+
+-- name: limit_sync
+INSERT INTO onthedot_limits (name, concurrency, rate, burst, code_concurrency, code_rate,
+                             code_burst, updated_at)
+VALUES (:name, :concurrency, :rate, :burst, :concurrency, :rate, :burst, :now)
+ON CONFLICT (name) DO UPDATE SET
+    code_concurrency = excluded.code_concurrency, code_rate = excluded.code_rate,
+    code_burst = excluded.code_burst,
+    concurrency = CASE WHEN overridden THEN concurrency ELSE excluded.concurrency END,
+    rate = CASE WHEN overridden THEN rate ELSE excluded.rate END,
+    burst = CASE WHEN overridden THEN burst ELSE excluded.burst END,
+    updated_at = excluded.updated_at
+WHERE code_concurrency IS NOT excluded.code_concurrency OR code_rate IS NOT excluded.code_rate
+   OR code_burst IS NOT excluded.code_burst;
+
+-- name: limit_set
+UPDATE onthedot_limits
+SET concurrency = :concurrency, rate = :rate, burst = :burst, overridden = 1, updated_at = :now
+WHERE name = :name
+RETURNING name;
+
+-- name: limit_reset
+UPDATE onthedot_limits
+SET concurrency = code_concurrency, rate = code_rate, burst = code_burst, overridden = 0,
+    updated_at = :now
+WHERE name = :name
+RETURNING name;
+
+-- name: limit_rows
+SELECT name, concurrency, rate, burst, code_concurrency, code_rate, code_burst, overridden
+FROM onthedot_limits ORDER BY name;
+
+-- name: limit_job
+SELECT state, queue, name, run_at - :now, limits FROM onthedot_jobs WHERE id = :id;
