@@ -17,6 +17,9 @@ from tests.waiting import wait_for
 from tests.worker.test_worker import running, wait_state
 
 POLL = 0.05
+# A queue of these tests' own: tests running beside them (pytest-xdist) in other schemas of the
+# same PostgreSQL database notify `default` on the one channel, which would wake this worker.
+QUEUE = "idle-polls"
 
 
 def _count(app: App, calls: Counter[str], *names: str, order: list[str] | None = None) -> None:
@@ -42,13 +45,13 @@ def test_an_idle_worker_looks_once_per_poll_and_claims_nothing(app: App) -> None
     # of claims does not grow with how slowly a loaded machine runs the 40 looks.
     app.clock = ManualClock()
 
-    @app.job(name="idle.echo")
+    @app.job(name="idle.echo", queue=QUEUE)
     def echo(x: int) -> int:
         return x
 
     calls: Counter[str] = Counter()
     _count(app, calls, "claim_jobs", "claim_alone", "seconds_until_ready")
-    with running(app, poll_interval=POLL):
+    with running(app, poll_interval=POLL, queues=[QUEUE]):
         wait_for(lambda: calls["seconds_until_ready"] >= 40, "40 idle looks", 30)
         looks, claims = calls["seconds_until_ready"], calls["claim_jobs"] + calls["claim_alone"]
         # The first claim at the start (a job claim and a solo-job claim), and one for a
@@ -73,14 +76,14 @@ def test_an_announced_job_is_claimed_without_a_solo_look_first(app: App) -> None
     app.clock = clock  # reaches the worker built below (and its storage verbs)
     app.lease = 30.0
 
-    @app.job(name="idle.announced")
+    @app.job(name="idle.announced", queue=QUEUE)
     def announced(x: int) -> int:
         return x
 
     calls: list[str] = []
     counter: Counter[str] = Counter()
     _count(app, counter, "claim_jobs", "claim_alone", order=calls)
-    with running(app, poll_interval=5.0) as worker:
+    with running(app, poll_interval=5.0, queues=[QUEUE]) as worker:
         waiting = _idle_waits(worker)
         wait_for(lambda: counter["claim_alone"] >= 1, "the first solo look", 30)
         if app.database_url.startswith("postgresql"):
