@@ -10,6 +10,7 @@ import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
@@ -35,6 +36,22 @@ CI_REQUIRED_MODULES = (
     "opentelemetry.sdk",
     "playwright",
 )
+
+
+# The fast lane (`python -m pytest -m "not slow" -n 4`, CONTRIBUTING.md) leaves out what is
+# marked `slow`: these folders whole (crash/outage torture with private clusters and real
+# processes, and the real-browser tests), plus the tests marked one by one.
+SLOW_FOLDERS = ("torture", "e2e")
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark the slow folders `slow` (the fast lane leaves them out)."""
+    path = Path(str(item.path)).resolve()
+    if path.is_relative_to(TESTS):
+        parts = path.relative_to(TESTS).parts
+        if parts and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:

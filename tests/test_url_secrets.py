@@ -117,6 +117,7 @@ def _server_messages(params: dict[str, str | None]) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(urls())
 def test_no_password_in_any_message_about_the_url(case: tuple[str, list[str]]) -> None:

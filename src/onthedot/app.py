@@ -7,12 +7,11 @@ Nothing touches the database at import or construction; storage opens on first u
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from onthedot.clock import Clock, FollowingClock, SystemClock
+from onthedot.clock import REAL, Clock, FollowingClock, SystemClock
 from onthedot.commandline import CommandLine
 from onthedot.config import DatabaseConfig, resolve_database_url
 from onthedot.database import Database
@@ -40,6 +39,7 @@ from onthedot.schedules.registry import ScheduleRegistry
 from onthedot.schedules.runtime import RuntimeSchedules
 from onthedot.schedules.scheduler import TICK_BATCH, Scheduler
 from onthedot.schedules.views import ScheduleViews
+from onthedot.steps import Steps, arun, run
 from onthedot.wakeups import WakeupHub
 
 if TYPE_CHECKING:
@@ -328,39 +328,26 @@ class App:
         """Block until job `job_id` is finished (succeeded, failed or cancelled) and return it;
         read `job.result` or `job.error`. Raises TimeoutError after `timeout` (wall time),
         JobNotFound for an unknown id."""
-        limit = _seconds(timeout)
-        deadline = time.monotonic() + limit
-        pause = 0.005
-        while True:
-            job = self.get_job(job_id)
-            if job is None:
-                raise JobNotFound(f"no job with id {job_id}")
-            if job.state.finished:
-                return job
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"job {job_id} is still {job.state} after {limit:g}s")
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 0.25)
+
+        def do(pause: float | None) -> Job | None:
+            if pause is None:
+                return self.get_job(job_id)
+            REAL.sleep(pause)
+            return None
+
+        return run(_finished(job_id, _seconds(timeout)), do)
 
     async def await_job(self, job_id: int, *, timeout: float | str | timedelta = 30.0) -> Job:
         """`wait_for` for async code: polls off the event loop, never blocking it."""
         import asyncio  # here, not at the top: a running loop has imported it already
 
-        limit = _seconds(timeout)
-        deadline = time.monotonic() + limit
-        pause = 0.005
-        while True:
-            job = await asyncio.to_thread(self.get_job, job_id)
-            if job is None:
-                raise JobNotFound(f"no job with id {job_id}")
-            if job.state.finished:
-                return job
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"job {job_id} is still {job.state} after {limit:g}s")
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 2, 0.25)
+        async def do(pause: float | None) -> Job | None:
+            if pause is None:
+                return await asyncio.to_thread(self.get_job, job_id)
+            await REAL.asleep(pause)
+            return None
+
+        return await arun(_finished(job_id, _seconds(timeout)), do)
 
     def list_jobs(self, flt: JobFilter | None = None, **filters: Any) -> list[Job]:
         return self.operations.list_jobs(flt or JobFilter(**filters))
@@ -467,7 +454,7 @@ class App:
 
         deps = WorkerDeps(
             storage=self.raw_storage(),
-            clock=self.clock,
+            clock=self._clock,  # follows a clock assigned later (app.clock = ManualClock(...))
             events=self.events,
             jobs=self.jobs,
             resolve=self.resolve,
@@ -481,6 +468,25 @@ class App:
             sync_limits=self.limits.sync,
         )
         return Worker(deps, **options)
+
+
+def _finished(job_id: int, limit: float) -> Steps[float | None, Job | None, Job]:
+    """The one rule of `wait_for` and `await_job`: read the job (ask None), pause between
+    reads (ask the seconds: 5 ms doubling to 250 ms), until it is finished or `limit` seconds
+    of wall time passed."""
+    deadline = REAL.monotonic() + limit
+    pause = 0.005
+    while True:
+        job = yield None
+        if job is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        if job.state.finished:
+            return job
+        left = deadline - REAL.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"job {job_id} is still {job.state} after {limit:g}s")
+        yield min(pause, left)
+        pause = min(pause * 2, 0.25)
 
 
 def _seconds(timeout: float | str | timedelta) -> float:

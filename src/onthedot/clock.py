@@ -1,9 +1,15 @@
-"""Time, injected. Nothing else in onthedot reads the wall clock.
+"""Time, injected. Nothing else in onthedot reads the wall clock, the monotonic clock or sleeps
+on its own: `worker/` and `schedules/` read `monotonic()` and wait with `sleep()`/`asleep()` of
+the clock they were given.
 
 Whether something is *due* is always decided by the database clock (PostgreSQL `now()`,
 SQLite's own clock), so a worker whose clock is off changes neither whether nor how often a slot
 fires. The local clock only decides how long to sleep. A `ManualClock` replaces both, for tests:
-storage verbs then receive its time explicitly.
+storage verbs then receive its time explicitly, and the loops paced on it (the scheduler, the
+claimer, the keeper's services) move only when the test moves it.
+
+What must stay real seconds whatever the app's clock (a job's timeout, a stop's grace, a child
+process's deadlines, the lease proof of `lease_clock`) is paced on `REAL`, a `SystemClock`.
 """
 
 from __future__ import annotations
@@ -12,6 +18,12 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
+
+
+class Waitable(Protocol):
+    """What a sleep can be woken by: a `threading.Event`, a storage `Wakeup`."""
+
+    def wait(self, timeout: float) -> bool: ...
 
 
 class Clock(Protocol):
@@ -27,8 +39,12 @@ class Clock(Protocol):
         """Seconds that never step: how long a rescuer has watched a lease."""
         ...
 
-    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+    def sleep(self, seconds: float, wake: Waitable | None = None) -> bool:
         """Sleep up to `seconds`; return True if `wake` was set."""
+        ...
+
+    async def asleep(self, seconds: float) -> None:
+        """Sleep up to `seconds` in a coroutine."""
         ...
 
 
@@ -48,11 +64,20 @@ class SystemClock:
         # Leaves out a suspended machine's sleep: a rescuer must never think more time passed.
         return time.monotonic()
 
-    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+    def sleep(self, seconds: float, wake: Waitable | None = None) -> bool:
         if wake is None:
             time.sleep(max(0.0, seconds))
             return False
         return wake.wait(max(0.0, seconds))
+
+    async def asleep(self, seconds: float) -> None:
+        import asyncio  # here: a SQLite worker never imports it (a running loop has already)
+
+        await asyncio.sleep(max(0.0, seconds))
+
+
+# Real seconds, whatever a test's clock says: job timeouts, grace periods, child processes.
+REAL = SystemClock()
 
 
 class ManualClock:
@@ -94,12 +119,25 @@ class ManualClock:
             self._now += delta
             return self._now
 
-    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+    def sleep(self, seconds: float, wake: Waitable | None = None) -> bool:
         # Time does not pass by itself; yield briefly so loops driven by a manual clock don't spin.
+        seconds = min(max(0.0, seconds), 0.01)
         if wake is None:
-            time.sleep(min(seconds, 0.01))
+            time.sleep(seconds)
             return False
-        return wake.wait(min(seconds, 0.01))
+        return wake.wait(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        import asyncio
+
+        await asyncio.sleep(min(max(0.0, seconds), 0.01))
+
+
+def backoff_delay(errors: int, *, first: float = 0.1, cap: float = 10.0) -> float:
+    """How long to wait after `errors` failures in a row before the next try: `first` seconds,
+    doubling with each failure, at most `cap` (the one backoff of every loop that retries the
+    database: claims, outcomes, heartbeats, the scheduler's tick, LISTEN reconnects)."""
+    return min(first * 2.0 ** min(max(errors, 0), 30), cap)
 
 
 _BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
@@ -131,5 +169,8 @@ class FollowingClock:
     def monotonic(self) -> float:
         return self.target.monotonic()
 
-    def sleep(self, seconds: float, wake: threading.Event | None = None) -> bool:
+    def sleep(self, seconds: float, wake: Waitable | None = None) -> bool:
         return self.target.sleep(seconds, wake)
+
+    async def asleep(self, seconds: float) -> None:
+        await self.target.asleep(seconds)

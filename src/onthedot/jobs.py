@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
@@ -68,7 +68,12 @@ class Enqueuer:
             ids = self.instrumentation.around_insert(jobs, lambda js: self._insert(js, connection))
         else:
             ids = self._insert(jobs, connection)
-        if connection is None:
+        return self._enqueued(jobs, ids, wake=connection is None)
+
+    def _enqueued(self, jobs: Sequence[NewJob], ids: list[int], *, wake: bool) -> list[int]:
+        """What follows an insert, sync or async: wake this process's idle workers of the
+        jobs' queues (unless inside the caller's transaction) and emit `JobEnqueued`."""
+        if wake:
             self._wakeups.jobs_added(job.queue for job in jobs)
         if self._events.wants(JobEnqueued):
             for job_id, job in zip(ids, jobs, strict=True):
@@ -89,15 +94,19 @@ class Enqueuer:
         return ids
 
     async def aenqueue(self, jobs: Sequence[NewJob], *, connection: Connection) -> list[int]:
-        """`enqueue` inside the caller's async transaction (a psycopg AsyncConnection). The
-        workers are not woken: the transaction may still roll back."""
-        ids = await self._storage().aenqueue(jobs, connection=connection)
-        if self._events.wants(JobEnqueued):
-            for job_id, job in zip(ids, jobs, strict=True):
-                self._events.emit(
-                    JobEnqueued(job_id, job.name, job.queue, job.schedule_key, job.slot)
-                )
-        return ids
+        """`enqueue` inside the caller's async transaction (a psycopg AsyncConnection), through
+        the same enqueue hooks (tracing). The workers are not woken: the transaction may still
+        roll back."""
+        storage = self._storage()
+
+        def insert(js: Sequence[NewJob]) -> Awaitable[list[int]]:
+            return storage.aenqueue(js, connection=connection)
+
+        if self.instrumentation.enqueue:
+            ids = await self.instrumentation.around_ainsert(jobs, insert)
+        else:
+            ids = await insert(jobs)
+        return self._enqueued(jobs, ids, wake=False)
 
 
 class JobFunction(Generic[P, R]):

@@ -14,7 +14,14 @@ from onthedot.domain.jobs import Job, JobAction, JobCount, JobFilter, JobState, 
 from onthedot.domain.ledger import LedgerRow, SlotRecord
 from onthedot.domain.retention import Retention
 from onthedot.domain.retry import Backoff
-from onthedot.domain.serving import UnknownHere, Unserved, UnservedQueue, unserved, unserved_queues
+from onthedot.domain.serving import (
+    UnknownHere,
+    Unserved,
+    UnservedQueue,
+    serving_workers,
+    unserved,
+    unserved_queues,
+)
 from onthedot.domain.workers import WorkerRow
 from onthedot.observability.events import EventBus
 from onthedot.pruning import Prunable, PrunePass, preview
@@ -59,8 +66,9 @@ class Operations:
         return self._raw().schema_version()
 
     def now(self) -> datetime:
-        """Now: the app clock's fixed instant (a test's manual clock), else the database's."""
-        return self._clock.fixed_now() or self._storage().db_now()
+        """Now: the app clock's fixed instant (a test's manual clock), else the database's
+        (`storage.db_now`)."""
+        return self._storage().db_now()
 
     # -- jobs -------------------------------------------------------------------------------
     def get_job(self, job_id: int) -> Job | None:
@@ -85,7 +93,7 @@ class Operations:
         """Delete the finished jobs past their retention now, `step` rows per transaction (as
         the workers do); with `dry_run`, only count them. Per (job name, final state)."""
         storage = self._raw()
-        now = self._clock.fixed_now() or storage.db_now()
+        now = storage.db_now()
         if dry_run:
             return preview(storage, policy, now)
         run = PrunePass(storage, policy, now)
@@ -139,11 +147,10 @@ class Operations:
         return self._storage().list_workers()
 
     def unserved_jobs(self) -> list[Unserved | UnservedQueue]:
-        """Queued jobs of names that no live worker (heartbeat younger than the lease) knows,
-        and ready jobs in queues that no live worker serves."""
+        """Queued jobs of names that no serving worker (`domain.serving.serving`: heartbeat
+        within the lease, not stopping) knows, and ready jobs in queues that none serves."""
         storage = self._storage()
-        lease = self._lease()
-        live = [w for w in storage.list_workers() if w.heartbeat_age <= lease and not w.stopping]
+        live = serving_workers(storage.list_workers(), self._lease())
         stats = storage.queue_stats()
         by_queue = unserved_queues(
             {s.queue: s.ready for s in stats},

@@ -186,6 +186,7 @@ def test_a_job_that_ran_three_times_and_the_burst_summary(migrated: str, tmp_pat
     assert shown["began"] is None and shown["cancel_requested"] is None
 
 
+@pytest.mark.slow
 def test_jobs_show_of_a_job_cancelled_on_request(migrated: str, tmp_path: Path) -> None:
     job = ok(onthedot("enqueue", "waits", cwd=tmp_path, db_url=migrated, app=APP)).strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
@@ -239,6 +240,7 @@ def test_a_burst_names_the_ready_jobs_it_does_not_know(migrated: str, tmp_path: 
     assert "warning:" not in alone.stderr and "(burst: queues empty)" in alone.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["second signal", "grace ran out"])
 def test_a_forced_stop_exits_non_zero(migrated: str, tmp_path: Path, how: str) -> None:
     job = ok(onthedot("enqueue", "waits", cwd=tmp_path, db_url=migrated, app=APP)).strip()

@@ -68,6 +68,7 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]
         drop_pg_schema(schema)
 
 
+@pytest.mark.slow
 def test_tasks_run_on_onthedot_workers(project: Project) -> None:
     out = project.manage("migrate", "--noinput").stdout
     assert "onthedot.0001_onthedot_schema... OK" in out
@@ -111,6 +112,7 @@ def test_tasks_run_on_onthedot_workers(project: Project) -> None:
     assert results["later"]["status"] == "READY"  # run_after an hour from now: still waiting
 
 
+@pytest.mark.slow
 def test_burst_worker_serves_the_queues_of_tasks_and_lists_task_paths(project: Project) -> None:
     """`manage.py onthedot worker --burst` with no -q serves the queues the backend's QUEUES
     name (a `mail` task runs), and the CLI shows each Django task by its own path."""
@@ -146,6 +148,7 @@ print(len(names))
 """
 
 
+@pytest.mark.slow
 def test_every_migrate_brings_onthedots_schema_up_to_date(project: Project) -> None:
     """Django records onthedot's 0001 once; a later onthedot schema (here: all of it, dropped
     behind Django's back) is still applied by the next `manage.py migrate`."""
@@ -158,6 +161,7 @@ def test_every_migrate_brings_onthedots_schema_up_to_date(project: Project) -> N
     assert "queued" in project.manage("onthedot", "jobs", "show", job_id).stdout
 
 
+@pytest.mark.slow
 def test_manage_py_runs_every_cli_command(project: Project) -> None:
     project.manage("migrate", "--noinput")
     assert project.manage("onthedot", "check").returncode == 0
@@ -187,6 +191,7 @@ def test_example_runs() -> None:
     assert proc.stdout.strip().endswith("SUCCESSFUL hello ada")
 
 
+@pytest.mark.slow
 def test_a_worker_runs_only_real_django_tasks(project: Project, tmp_path: Path) -> None:
     """Issue 24 item 6: a `django.task` job whose row names something that only looks like a
     Task (a `call` and a `takes_context`), or a plain function, fails with one line; nothing

@@ -160,6 +160,7 @@ def test_the_units_commands_run_one_worker_process_per_instance(pg_url: str) -> 
         client.close()
 
 
+@pytest.mark.slow
 def test_the_compose_commands(pg_url: str) -> None:
     services = load("compose.yaml")["services"]
     env = {**services["migrate"]["environment"], "ONTHEDOT_DATABASE_URL": pg_url}

@@ -39,6 +39,7 @@ def run_page(tmp_path: Path, text: str) -> list[str]:
     return failures
 
 
+@pytest.mark.slow
 def test_a_right_page_passes_with_shared_state(tmp_path: Path) -> None:
     failures = run_page(
         tmp_path,

@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
 from zoneinfo import ZoneInfo
 
+import pytest
 from cronsim import CronSim, CronSimError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -250,6 +251,7 @@ def oracle(spec: Spec, lo: datetime, hi: datetime, tz: ZoneInfo) -> list[datetim
 COMMON = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @COMMON
 @given(cases())
 def test_slots_match_the_oracle(case: tuple[Spec, ZoneInfo, datetime, datetime]) -> None:

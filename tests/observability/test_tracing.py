@@ -112,3 +112,33 @@ def test_nothing_imports_opentelemetry_unless_asked(sqlite_url: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_async_enqueue_inside_a_transaction_is_traced(pg_app: App, pg_url: str) -> None:
+    """`await job.aenqueue(..., connection=aconn)` goes through the same enqueue hooks as the
+    sync path: one PRODUCER span, its context stored in the job. Before, it was not traced."""
+    import asyncio
+
+    import psycopg
+
+    @pg_app.job(name="atx")
+    def atx(value: int) -> int:
+        return value
+
+    exporter = traced(pg_app)
+
+    async def enqueue() -> int:
+        async with await psycopg.AsyncConnection.connect(pg_url) as aconn:
+            job_id = await atx.aenqueue(1, connection=aconn)
+            await aconn.commit()
+        return job_id
+
+    job_id = asyncio.run(enqueue())
+    (producer,) = exporter.get_finished_spans()
+    assert producer.kind is SpanKind.PRODUCER and producer.name == "publish default"
+    assert (producer.attributes or {})["messaging.message.id"] == str(job_id)
+    stored = pg_app.get_job(job_id)
+    assert stored is not None and "traceparent" in stored.kwargs[HEADERS_KEY]
+    drain(pg_app)
+    consumer = next(s for s in exporter.get_finished_spans() if s.kind is SpanKind.CONSUMER)
+    assert consumer.parent is not None and consumer.parent.span_id == producer.context.span_id

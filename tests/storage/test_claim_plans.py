@@ -10,6 +10,7 @@ sequential scans (migration 0007), the priorities function runs without them too
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from onthedot.domain.limits import LimitSetting
 from onthedot.storage.postgres.storage import PostgresStorage
@@ -47,6 +48,7 @@ def _claim_pages(s: PostgresStorage) -> int:
             conn.autocommit = True
 
 
+@pytest.mark.slow
 def test_a_claim_planned_on_an_empty_table_stays_cheap_over_finished_jobs(
     one_connection: PostgresStorage, pg_url: str
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from onthedot.domain.jobs import JobFilter, JobState, Outcome, OutcomeKind
 from onthedot.storage import open_storage
@@ -66,6 +67,7 @@ def test_compaction_keeps_the_deltas_of_transactions_it_cannot_see(
     assert count_rows(pg_url) == 2
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_compactions_lose_no_delta(pg_url: str) -> None:
     n_writers, rounds = 4, 60
     storages = [open_storage(pg_url, pool_size=2) for _ in range(n_writers + 1)]

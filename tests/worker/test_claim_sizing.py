@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from onthedot import App
 from onthedot.worker.sizing import ClaimSizing
@@ -60,6 +61,7 @@ def test_flags_fix_their_number_and_the_rest_adapts() -> None:
     assert fixed.prefetch == 12
 
 
+@pytest.mark.slow
 def test_four_workers_on_long_jobs_hold_only_what_they_run(pg_url: str) -> None:
     concurrency, jobs, nap = 2, 40, 0.4
     app = App(pg_url)

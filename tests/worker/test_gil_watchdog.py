@@ -101,6 +101,7 @@ def test_a_job_holding_the_gil_past_its_timeout_fails_with_jobtimeout(
     assert code == 0, log.read_text()[-3000:]
 
 
+@pytest.mark.slow
 def test_a_job_without_timeout_holding_the_gil_past_its_lease_never_overlaps(
     app: App, pg_url: str, tmp_path: Path
 ) -> None:

@@ -109,6 +109,7 @@ def test_an_error_only_a_child_meets_stops_the_tree_with_its_line(
     assert not any("worker_process_restarted" in line for line in output), output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", STARTS)
 def test_a_process_that_cannot_start_is_given_up_and_the_tree_stops(
     app: App, pg_url: str, tmp_path: Path, start: str

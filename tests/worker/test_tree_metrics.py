@@ -54,6 +54,7 @@ def sample(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_one_endpoint_serves_the_whole_tree(app: App, pg_url: str, tmp_path: Path) -> None:
     log = tmp_path / "tree.log"
     proc = onthedot(pg_url, log, "worker", "--processes", "2", "--metrics-port", "0")

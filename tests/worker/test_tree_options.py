@@ -119,6 +119,7 @@ def test_every_option_reaches_every_child_and_every_line_is_json(
     assert states.count(JobState.QUEUED) == 6  # the unstarted ones, given back at the stop
 
 
+@pytest.mark.slow  # two children must both start before 30 jobs drain: not beside other tests
 @pytest.mark.parametrize("start", STARTS)
 def test_burst_reaches_every_child(app: App, pg_url: str, tmp_path: Path, start: str) -> None:
     ids = app.jobs["nap.nap"].enqueue_many([(0.02,)] * 30)

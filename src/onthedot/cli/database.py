@@ -10,6 +10,7 @@ import click
 from onthedot.cli.context import Context, database_label, handle_errors, one_line, pass_ctx
 from onthedot.domain.errors import DatabaseUnavailable, SchemaOutOfDate
 from onthedot.domain.fields import printable
+from onthedot.domain.serving import alive
 from onthedot.domain.workers import WorkerRow
 
 
@@ -79,7 +80,7 @@ def _worker_problem(lease: float, workers: list[WorkerRow], hostname: str) -> st
     mine = [w for w in workers if w.hostname == hostname]
     if not mine:
         return f"no worker of host {hostname} is registered"
-    if any(w.heartbeat_age <= lease for w in mine):
+    if any(alive(w, lease) for w in mine):
         return None
     youngest = min(mine, key=lambda w: w.heartbeat_age)
     return (

@@ -17,6 +17,7 @@ from onthedot.domain.expected import Entry, Finding, Subject
 from onthedot.domain.jobs import iso
 from onthedot.domain.ledger import LedgerRow
 from onthedot.domain.payload import JsonObject
+from onthedot.domain.serving import serving_workers
 from onthedot.domain.watch import Cause, Explanation, ProblemKind, SlotFact
 
 
@@ -47,7 +48,7 @@ class Fleet:
 
     @property
     def alive(self) -> list[FleetWorker]:
-        return [w for w in self.workers if w.heartbeat_age <= self.lease and not w.stopping]
+        return serving_workers(self.workers, self.lease)
 
     def no_live_worker(self) -> str | None:
         """The sentence when no worker is alive (None while one is)."""

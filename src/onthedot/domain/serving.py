@@ -1,10 +1,51 @@
-"""Which queued jobs no live worker can run: a rolling deploy that adds a job type leaves its
-jobs queued (workers claim only the names they know) until a worker that knows it runs."""
+"""Which workers are alive, and which queued jobs no live worker can run: a rolling deploy that
+adds a job type leaves its jobs queued (workers claim only the names they know) until a worker
+that knows it runs.
+
+"Is this worker alive?" is written here once, as two questions:
+
+- `alive`: its heartbeat is at most a lease old (by the database clock). Its process runs and
+  its leases hold: nobody rescues its jobs. Liveness checks (`onthedot check`), the
+  `workers_alive`/`workers_stale` gauges and the web admin's workers page ask this; a worker
+  draining after a stop signal is still alive (a health check must not kill it mid-drain).
+- `serving`: alive and not stopping. A stopping worker finishes what it holds and claims
+  nothing more, so it serves no queue and no job name: "which jobs will run", "why did this
+  schedule not fire" and "no live worker" ask this.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+
+class Heartbeating(Protocol):
+    """A registered worker as the database shows it (`WorkerRow`, `FleetWorker`)."""
+
+    @property
+    def heartbeat_age(self) -> float: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+
+W = TypeVar("W", bound=Heartbeating)
+
+
+def alive(worker: Heartbeating, lease: float) -> bool:
+    """Its heartbeat is at most `lease` seconds old: its jobs are not rescued."""
+    return worker.heartbeat_age <= lease
+
+
+def serving(worker: Heartbeating, lease: float) -> bool:
+    """Alive and not stopping: it claims new jobs of its queues and job names."""
+    return alive(worker, lease) and not worker.stopping
+
+
+def serving_workers(workers: Sequence[W], lease: float) -> list[W]:
+    """The workers of `workers` that claim new jobs (`serving`)."""
+    return [w for w in workers if serving(w, lease)]
 
 
 @dataclass(frozen=True, slots=True)

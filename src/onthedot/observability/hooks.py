@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,13 +24,24 @@ from onthedot.domain.payload import JsonValue
 HEADERS_KEY = "__onthedot_headers__"
 
 Insert = Callable[[Sequence[NewJob]], list[int]]
+AsyncInsert = Callable[[Sequence[NewJob]], Awaitable[list[int]]]
 JobCallable = Callable[..., Any]
 
 
-class EnqueueHook(Protocol):
-    """Wraps an insert: call `insert(jobs)` (possibly with changed jobs) and return its ids."""
+@dataclass(slots=True)
+class Insertion:
+    """One insert as the enqueue hooks see it, sync or async alike: the jobs to insert (a hook
+    may replace them, e.g. with headers added) and, once inserted, their ids."""
 
-    def __call__(self, jobs: Sequence[NewJob], insert: Insert) -> list[int]: ...
+    jobs: Sequence[NewJob]
+    ids: list[int] = field(default_factory=list)
+
+
+class EnqueueHook(Protocol):
+    """Wraps an insert: a context manager entered before it (it may replace
+    `insertion.jobs`) and left after it (`insertion.ids` set, or the insert's error raised)."""
+
+    def __call__(self, insertion: Insertion) -> AbstractContextManager[None]: ...
 
 
 class ExecuteHook(Protocol):
@@ -52,10 +64,24 @@ class Instrumentation:
 
     def around_insert(self, jobs: Sequence[NewJob], insert: Insert) -> list[int]:
         """`insert(jobs)` through every enqueue hook (the first registered outermost)."""
-        call = insert
-        for hook in reversed(self.enqueue):
-            call = _bind_enqueue(hook, call)
-        return call(jobs)
+        with self.inserting(jobs) as insertion:
+            insertion.ids = insert(insertion.jobs)
+        return insertion.ids
+
+    async def around_ainsert(self, jobs: Sequence[NewJob], insert: AsyncInsert) -> list[int]:
+        """`await insert(jobs)` through the same hooks as `around_insert`."""
+        with self.inserting(jobs) as insertion:
+            insertion.ids = await insert(insertion.jobs)
+        return insertion.ids
+
+    @contextmanager
+    def inserting(self, jobs: Sequence[NewJob]) -> Iterator[Insertion]:
+        """The one implementation of both: every enqueue hook entered around the insert."""
+        insertion = Insertion(jobs)
+        with ExitStack() as hooks:
+            for hook in self.enqueue:
+                hooks.enter_context(hook(insertion))
+            yield insertion
 
     def around_execute(
         self, job: ClaimedJob, headers: Mapping[str, str], fn: JobCallable, is_async: bool
@@ -63,10 +89,6 @@ class Instrumentation:
         for hook in reversed(self.execute):
             fn = hook(job, headers, fn, is_async)
         return fn
-
-
-def _bind_enqueue(hook: EnqueueHook, inner: Insert) -> Insert:
-    return lambda jobs: hook(jobs, inner)
 
 
 def with_headers(job: NewJob, headers: Mapping[str, str]) -> NewJob:

@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import QueueStats
 from onthedot.domain.limits import KeyLoad, LimitRow, split_key
+from onthedot.domain.serving import alive as worker_alive
 from onthedot.domain.workers import WorkerRow
 from onthedot.observability.events import EventBus
 from onthedot.observability.hooks import Instrumentation
@@ -170,7 +171,7 @@ def _limit_metrics(limits: list[LimitRow], loads: list[KeyLoad]) -> Iterator[Met
 
 
 def _worker_metrics(workers: list[WorkerRow], lease: float) -> Iterator[Metric]:
-    alive = sum(1 for w in workers if w.heartbeat_age <= lease)
+    alive = sum(1 for w in workers if worker_alive(w, lease))
     yield GaugeMetricFamily(
         "onthedot_workers_alive", "Workers heartbeating within the lease.", value=alive
     )

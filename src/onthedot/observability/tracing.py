@@ -18,7 +18,8 @@ Attributes: `messaging.system` ("onthedot"), `messaging.destination.name` (the q
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final, Protocol
 
 from opentelemetry import propagate, trace
@@ -26,8 +27,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanKind, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from onthedot.domain.jobs import ClaimedJob, NewJob, iso
-from onthedot.observability.hooks import Insert, Instrumentation, JobCallable, with_headers
+from onthedot.domain.jobs import ClaimedJob, iso
+from onthedot.observability.hooks import Insertion, Instrumentation, JobCallable, with_headers
 
 __all__ = ["SYSTEM", "Tracing", "instrument"]
 
@@ -47,9 +48,13 @@ class Tracing:
         self.tracer = tracer
 
     # -- producer -------------------------------------------------------------------------
-    def enqueue(self, jobs: Sequence[NewJob], insert: Insert) -> list[int]:
+    @contextmanager
+    def enqueue(self, insertion: Insertion) -> Iterator[None]:
+        """A PRODUCER span around one insert (sync or async), its context in the jobs."""
+        jobs = insertion.jobs
         if not jobs:
-            return insert(jobs)
+            yield
+            return
         queues = {job.queue for job in jobs}
         queue = next(iter(queues)) if len(queues) == 1 else None
         attributes: dict[str, AttributeValue] = {
@@ -72,10 +77,11 @@ class Tracing:
         ) as span:
             carrier: dict[str, str] = {}
             propagate.inject(carrier)
-            ids = insert([with_headers(job, carrier) for job in jobs] if carrier else jobs)
-            if len(ids) == 1:
-                span.set_attribute("messaging.message.id", str(ids[0]))
-            return ids
+            if carrier:
+                insertion.jobs = [with_headers(job, carrier) for job in jobs]
+            yield
+            if len(insertion.ids) == 1:
+                span.set_attribute("messaging.message.id", str(insertion.ids[0]))
 
     # -- consumer -------------------------------------------------------------------------
     def execute(

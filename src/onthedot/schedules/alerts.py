@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, backoff_delay
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import iso
 from onthedot.domain.payload import JsonObject
@@ -152,7 +152,9 @@ class AlertNotifier:
             error = self._post(alert_body(alert, self.admin_url))
             retry_at = None
             if error is not None and alert.attempts + 1 < MAX_ATTEMPTS:
-                retry_at = self._now() + timedelta(seconds=min(5 * 2**alert.attempts, 1800))
+                retry_at = self._now() + timedelta(
+                    seconds=backoff_delay(alert.attempts, first=5.0, cap=1800.0)
+                )
             elif error is not None:
                 log.error(
                     "alert %s of schedule %r given up after %d attempts: %s",
@@ -182,4 +184,4 @@ class AlertNotifier:
             self.storage.prune_health(older_than=self._now() - self.retention)
 
     def _now(self) -> datetime:
-        return self.clock.fixed_now() or self.storage.db_now()
+        return self.storage.db_now()

@@ -10,6 +10,7 @@ from onthedot.commandline import CommandLine
 from onthedot.domain.durations import format_duration
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.jobs import JobFilter, JobState, iso
+from onthedot.domain.serving import serving_workers
 
 if TYPE_CHECKING:
     from onthedot.domain.definitions import ScheduleDef
@@ -147,8 +148,8 @@ def explain(
 
 
 def _live(storage: Storage, lease: float) -> list[WorkerRow]:
-    """The workers alive now: a heartbeat younger than the lease, not stopping."""
-    return [w for w in storage.list_workers() if not w.stopping and w.heartbeat_age <= lease]
+    """The workers serving now (`domain.serving.serving`: alive and not stopping)."""
+    return serving_workers(storage.list_workers(), lease)
 
 
 def _unserved(

@@ -63,7 +63,7 @@ class HealthServices:
         self._lock = threading.Lock()
 
     def _now(self, storage: Storage) -> datetime:
-        return self._clock.fixed_now() or storage.db_now()
+        return storage.db_now()
 
     def _declared_pings(self) -> dict[str, str]:
         declared, _ = self._registry.declared_or_invalid()

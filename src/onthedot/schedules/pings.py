@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from onthedot.clock import REAL, Clock
 from onthedot.domain.errors import DatabaseUnavailable, OnthedotError, SchemaOutOfDate
 from onthedot.domain.expectations import redact
 from onthedot.observability.events import Event, JobFailed, JobStarted, JobSucceeded
@@ -51,8 +52,10 @@ class Pinger:
         *,
         timeout: float = TIMEOUT,
         refresh: float = REFRESH,
+        clock: Clock = REAL,
     ) -> None:
         self._declared = declared
+        self.clock = clock  # paces the refresh of the stored targets
         self._stored = stored
         self.timeout = timeout
         self.refresh = refresh
@@ -111,13 +114,11 @@ class Pinger:
         self.urls = urls
 
     def _run(self) -> None:
-        import time
-
-        next_load = 0.0
+        next_load = float("-inf")
         while not self._stop.is_set():
-            if time.monotonic() >= next_load:
+            if self.clock.monotonic() >= next_load:
                 self._load(stored=True)
-                next_load = time.monotonic() + self.refresh
+                next_load = self.clock.monotonic() + self.refresh
             try:
                 url = self._queue.get(timeout=0.5)
             except queue.Empty:

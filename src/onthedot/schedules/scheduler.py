@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from onthedot.clock import Clock
+from onthedot.clock import Clock, backoff_delay
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.ledger import AuditEntry, DueRow, SlotOutcome, SyncReport, TickPlan
 from onthedot.domain.payload import JsonObject
@@ -311,21 +310,21 @@ class Scheduler:
 
     def _loop(self) -> None:
         errors = 0
-        next_check = time.monotonic() + CHECK_EVERY
+        next_check = self.clock.monotonic() + CHECK_EVERY
         while not (self._stopping.is_set() or self._stop.is_set()):
             try:
-                if time.monotonic() >= next_check:
-                    next_check = time.monotonic() + CHECK_EVERY
+                if self.clock.monotonic() >= next_check:
+                    next_check = self.clock.monotonic() + CHECK_EVERY
                     self.check_ledger()
                 delay = self.step()
                 errors = 0
             except OnthedotError as exc:
                 errors += 1
-                delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+                delay = backoff_delay(errors)
                 self.events.emit(DatabaseError("scheduler", str(exc), delay))
             except Exception:
                 errors += 1
-                delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+                delay = backoff_delay(errors)
                 log.exception("scheduler tick failed; retrying in %.1fs", delay)
             sleep = min(max(delay, 0.0), MAX_SLEEP)
             if sleep > 0:

@@ -78,7 +78,7 @@ class ScheduleViews:
 
     def now(self) -> datetime:
         """The app's clock when it is fixed (tests), else the database clock."""
-        return self._clock.fixed_now() or self._storage().db_now()
+        return self._storage().db_now()
 
     def view(self, row: LedgerRow | None, sched: ScheduleDef | None, now: datetime) -> ScheduleView:
         """The JSON object of `schedules list --json` for one schedule."""
@@ -130,7 +130,7 @@ class ScheduleViews:
         validation is listed with status "invalid" and its `problems`; it never hides the
         others."""
         storage = self._storage()
-        now = self._clock.fixed_now() or storage.db_now()
+        now = storage.db_now()
         rows = {r.key: r for r in storage.list_schedule_rows()}
         declared, invalid = self._registry.declared_or_invalid()
         keys = sorted(set(rows) | set(declared) | set(invalid))
@@ -185,5 +185,5 @@ class ScheduleViews:
     def explain(self, key: str) -> str:
         """Why schedule `key` did or did not fire, in plain words (`schedules explain`)."""
         storage = self._storage()
-        now = self._clock.fixed_now() or storage.db_now()
+        now = storage.db_now()
         return explain(self._registry, storage, now, key, commands=self._commands())

@@ -62,7 +62,7 @@ class Lifecycle(Protocol):
         """(version in the database, latest version this code knows)."""
 
     def db_now(self) -> datetime:
-        """The database clock."""
+        """Now: the clock's fixed time (a ManualClock's), else the database clock."""
 
     def wakeup(self, queues: Collection[str]) -> Wakeup:
         """A wake-up for a worker idle on these queues: woken when their jobs may be ready."""

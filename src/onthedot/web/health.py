@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from onthedot.domain.jobs import QueueStats
 from onthedot.domain.serving import Unserved, UnservedQueue
+from onthedot.domain.serving import alive as worker_alive
 from onthedot.domain.workers import WorkerRow
 from onthedot.schedules.views import ScheduleView, is_late
 
@@ -48,8 +49,8 @@ class Health:
 
     def alive(self, worker: WorkerRow) -> bool:
         """A worker whose heartbeat is younger than the lease (after that its jobs are
-        rescued by any other worker)."""
-        return worker.heartbeat_age <= self.lease
+        rescued by any other worker): `domain.serving.alive`."""
+        return worker_alive(worker, self.lease)
 
     @property
     def alive_workers(self) -> list[WorkerRow]:

@@ -9,11 +9,12 @@ that path.
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
-from onthedot.clock import Clock, lease_clock
+from onthedot.clock import REAL, Clock, lease_clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.limits import LimitedClaim, split_key
 from onthedot.observability.events import EventBus, LimitHeld, LimitSaturated
@@ -23,6 +24,17 @@ from onthedot.worker.maintenance import PAUSED_EVERY, DatabaseBackoff
 from onthedot.worker.state import Flags, Pipeline
 
 BURST_EMPTY = "burst: queues empty"  # the reason a burst worker's claimer stops
+
+
+class ClaimerState(Enum):
+    """Where the claimer's loop is (docs/architecture.md, "The claimer's states"). Each turn
+    of `Claimer.run` waits for room, claims unless LOOKED, then (not in burst mode) sleeps in
+    `Claimer.idle` or (in burst mode) checks whether the queues are empty."""
+
+    CLAIM = "claim"  # claim up to the free room at the next turn
+    LOOKED = "looked"  # the idle wait's lookup found nothing ready: wait again, no claim
+    STUCK = "stuck"  # a lookup saw a ready job the claim did not get: look again shortly
+    SETTLING = "settling"  # burst: nothing claimable once; empty if so again after outcomes
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +51,15 @@ class PausedQueues:
     """The paused queues, read by the first claim and then by the keeper every 2 s, off the
     claim path."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, clock: Clock) -> None:
         self.storage = storage
+        self.clock = clock
         self.names: set[str] = set()
-        self.checked = 0.0  # monotonic; 0: never read (the first claim reads it)
+        # clock.monotonic() of the last read; None: never read (the first claim reads it)
+        self.checked: float | None = None
 
     def active(self, queues: tuple[str, ...]) -> Sequence[str]:
-        if not self.checked:
+        if self.checked is None:
             self.refresh()
         if not self.names:
             return queues
@@ -53,11 +67,12 @@ class PausedQueues:
 
     def refresh(self) -> None:
         self.names = self.storage.paused_queues()
-        self.checked = time.monotonic()
+        self.checked = self.clock.monotonic()
 
     def refresh_if_stale(self, now: float) -> None:
-        """The keeper's check (monotonic `now`); nothing before the first claim read them."""
-        if self.checked and now - self.checked > PAUSED_EVERY:
+        """The keeper's check (`now`: the clock's monotonic time); nothing before the first
+        claim read them."""
+        if self.checked is not None and now - self.checked > PAUSED_EVERY:
             self.checked = now  # if the read fails, retried 2 s later
             self.refresh()
 
@@ -99,9 +114,10 @@ class Claimer:
         self.wakeup = wakeup
         self.flags = flags
         self.backoff = backoff
-        self._ready_at: float | None = None  # monotonic: when the last lookup said a job is due
-        self._stuck = False  # the last lookup saw a ready job: claim it, then wait a little
-        self._alone_at = 0.0  # monotonic: the last look for a solo job
+        # Instants are `clock.monotonic()`: a test's ManualClock moves them.
+        self.state = ClaimerState.CLAIM
+        self._ready_at: float | None = None  # when the last lookup said a job is due
+        self._alone_at = -math.inf  # the last look for a solo job
         self._announced = False  # the last idle wait ended with a wake-up (a job announced)
         self._limited: tuple[int, bool] | None = None  # (jobs known, whether any is limited)
         self.events = events
@@ -111,19 +127,20 @@ class Claimer:
 
     def run(self, started: float) -> str | None:
         """Claim until the worker stops; the reason to stop if the claimer decided it
-        (`stop_after` elapsed, a burst found the queues empty), else None."""
+        (`stop_after` real seconds elapsed since `started`, `REAL.monotonic()`; a burst found
+        the queues empty), else None."""
         opts = self.options
         errors = 0
-        settled = False
-        looked = False  # the last idle wait ended with a lookup that found nothing ready
+        self.state = ClaimerState.CLAIM
         while not self.flags.stopping.is_set():
-            if opts.stop_after is not None and time.monotonic() - started >= opts.stop_after:
+            if opts.stop_after is not None and REAL.monotonic() - started >= opts.stop_after:
                 return "stop_after elapsed"
             free = self.pipeline.wait_for_room()
             if not free:
                 continue
             claimed, more = 0, False
-            if not looked:  # a claim right after such a lookup would find nothing: skip it
+            if self.state is not ClaimerState.LOOKED:
+                # (after such a lookup a claim would find nothing: skipped)
                 try:
                     claimed, more = self.claim(free)
                     errors = 0
@@ -132,27 +149,29 @@ class Claimer:
                     self.backoff.error("claim", exc, errors)
                     continue
             if claimed:
-                self._stuck = False
+                self.state = ClaimerState.CLAIM
                 if more or opts.burst:
-                    settled = False
                     continue
             if opts.burst:
                 # Empty means: nothing claimable after every outcome was written (a finished
                 # job may free a lock key, or a retry may be due at once), checked twice.
-                if self.pipeline.drained(0.05):
-                    if settled:
-                        return BURST_EMPTY
-                    settled = True
+                if not self.pipeline.drained(0.05):
+                    self.state = ClaimerState.CLAIM
+                elif self.state is ClaimerState.SETTLING:
+                    return BURST_EMPTY
                 else:
-                    settled = False
+                    self.state = ClaimerState.SETTLING
                 continue
             # Every queue gave fewer jobs than asked: nothing more is ready, and whatever gets
             # ready next is announced (or found by the lookup in `idle`). Sleep at once, so
             # the executors just woken have the interpreter to themselves.
             try:
-                looked = not self.idle()
+                if not self.idle():
+                    self.state = ClaimerState.LOOKED
+                elif self.state is not ClaimerState.STUCK:
+                    self.state = ClaimerState.CLAIM
             except (OnthedotError, OSError) as exc:
-                looked = False
+                self.state = ClaimerState.CLAIM
                 errors += 1
                 self.backoff.error("claim", exc, errors)
         return None
@@ -171,13 +190,13 @@ class Claimer:
             timeout = min(timeout, 0.1)
         if self.limited():
             timeout = min(timeout, self.BUSY_LOCK_RECHECK)
-        if self._stuck:
+        if self.state is ClaimerState.STUCK:
             # The lookup saw a ready job and the claim right after got none: its lock key is
             # held (or another worker took it). Look again shortly.
-            self._stuck = False
+            self.state = ClaimerState.CLAIM
             self.wakeup.wait(min(timeout, self.BUSY_LOCK_RECHECK))
             return True
-        now = time.monotonic()
+        now = self.clock.monotonic()
         due = self._ready_at
         if due is not None and due <= now:
             due = self._ready_at = None  # the claim just made was the one it announced
@@ -186,7 +205,7 @@ class Claimer:
             quiet = min(quiet, due - now)
         if self._wait(quiet):
             return True
-        if due is not None and time.monotonic() >= due:
+        if due is not None and self.clock.monotonic() >= due:
             return True  # claim the job the previous lookup announced
         if quiet >= timeout:
             return True  # no time left for a lookup: the claim is the poll
@@ -199,15 +218,16 @@ class Claimer:
             ready_in = self.storage.seconds_until_ready(queues)
             if ready_in is not None:
                 if ready_in <= 0:
-                    self._stuck = True  # a ready job nobody announced (a retry): claim it now
+                    # A ready job nobody announced (a retry): claim it now.
+                    self.state = ClaimerState.STUCK
                     return True
-                self._ready_at = time.monotonic() + ready_in
+                self._ready_at = self.clock.monotonic() + ready_in
                 timeout = min(timeout, ready_in)
         if self._wait(timeout):
             return True
         if self.limited():
             return True  # a limited job's slot or token frees without an announcement
-        return self._ready_at is not None and time.monotonic() >= self._ready_at
+        return self._ready_at is not None and self.clock.monotonic() >= self._ready_at
 
     def _wait(self, timeout: float) -> bool:
         """Sleep on the wake-up; whether a job was announced."""
@@ -231,7 +251,7 @@ class Claimer:
             return
         for name, count in claim.held.items():
             events.emit(LimitHeld(name, queue, count))
-        now = time.monotonic()
+        now = REAL.monotonic()  # a rate limit of the events: real seconds
         for lkey, concurrency in claim.saturated:
             if now - self._saturated.get(lkey, -self.SATURATED_EVERY) >= self.SATURATED_EVERY:
                 self._saturated[lkey] = now
@@ -259,7 +279,7 @@ class Claimer:
         A claim right after an announcement defers the look (up to `ALONE_DEFER`) to the
         quiet moment that follows, so an announced job's start never waits for it."""
         opts = self.options
-        now = time.monotonic()
+        now = self.clock.monotonic()
         announced, self._announced = self._announced, False
         every = self.ALONE_DEFER if announced else self.ALONE_EVERY
         if not opts.burst and now - self._alone_at < every:
@@ -273,7 +293,7 @@ class Claimer:
                 opts.worker_id, queue_name, opts.lease, names=self.names()
             )
             if job is not None:
-                self._alone_at = 0.0  # look again as soon as this one is done
+                self._alone_at = -math.inf  # look again as soon as this one is done
                 self.pipeline.add_claimed([job], alone=True, sent=sent)
                 return True
         return False

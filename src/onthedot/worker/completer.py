@@ -8,7 +8,6 @@ import queue as queue_mod
 from collections import Counter
 from dataclasses import dataclass
 
-from onthedot.clock import Clock
 from onthedot.domain.errors import OnthedotError
 from onthedot.domain.jobs import OutcomeKind
 from onthedot.observability.events import (
@@ -64,7 +63,6 @@ class Completer:
         *,
         worker_id: str,
         storage: Storage,
-        clock: Clock,
         events: EventBus,
         outcomes: OutcomeQueue,
         pipeline: Pipeline,
@@ -74,7 +72,6 @@ class Completer:
     ) -> None:
         self.worker_id = worker_id
         self.storage = storage
-        self.clock = clock
         self.events = events
         self.outcomes = outcomes
         self.pipeline = pipeline

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Protocol, cast
 
 import onthedot.worker.execute as execute
-from onthedot.clock import Clock, SystemClock, lease_clock
+from onthedot.clock import REAL, Clock, SystemClock, lease_clock
 from onthedot.context import JobContext
 from onthedot.domain.errors import JobNotRegistered
 from onthedot.domain.jobs import ClaimedJob, Outcome
@@ -55,7 +54,7 @@ async def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
 
     me = asyncio.current_task()
     while any(task is not me for task in asyncio.all_tasks()):
-        await asyncio.sleep(0.1)
+        await REAL.asleep(0.1)
     loop.stop()
 
 
@@ -113,7 +112,7 @@ class Executors:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self.loop = loop
-            self.loop_beat = time.monotonic()
+            self.loop_beat = REAL.monotonic()
             loop.call_soon(self._beat, loop)
             ready.set()
             loop.run_forever()
@@ -126,7 +125,7 @@ class Executors:
     def _beat(self, loop: asyncio.AbstractEventLoop) -> None:
         """Runs on the loop every `LOOP_BEAT` s: the watchdog's proof that it is not blocked."""
         if loop is self.loop:
-            self.loop_beat = time.monotonic()
+            self.loop_beat = REAL.monotonic()
             loop.call_later(LOOP_BEAT, self._beat, loop)
 
     def _abandon_loop(self, now: float) -> None:
@@ -196,7 +195,7 @@ class Executors:
         fn = jf.fn
         if self.instrumentation.execute:
             fn = self.instrumentation.around_execute(job, headers, fn, jf.is_async)
-        started = time.monotonic()
+        started = REAL.monotonic()
         running = Running(job, started, started + job.timeout if job.timeout else None)
         self.running.add(running)
         watch = self.watch if job.timeout else None
@@ -283,7 +282,7 @@ class Executors:
         future.add_done_callback(done)
 
     def finish(self, job: ClaimedJob, outcome: Outcome, started: float | None) -> None:
-        seconds = None if started is None else time.monotonic() - started
+        seconds = None if started is None else REAL.monotonic() - started
         self.outcomes.put((job, outcome, seconds))
         self.pipeline.finished(seconds)
 

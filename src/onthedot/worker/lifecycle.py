@@ -23,9 +23,9 @@ import os
 import queue as queue_mod
 import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
 
+from onthedot.clock import REAL
 from onthedot.domain.errors import OnthedotError
 from onthedot.observability.events import WorkerStarted, WorkerStopped
 from onthedot.storage.interface import WorkerInfo
@@ -112,7 +112,7 @@ class Worker:
         self.outcomes = outcomes
         self.backoff = DatabaseBackoff(deps.events, self.flags)
         self.wakeup: Wakeup = self.storage.wakeup(set(self.queues))
-        self.paused = PausedQueues(self.storage)
+        self.paused = PausedQueues(self.storage, deps.clock)
         options = ClaimOptions(self.id, queues, self.lease, burst, poll_interval, stop_after)
         self.claimer = Claimer(
             options,
@@ -143,7 +143,6 @@ class Worker:
         self.completer = Completer(
             worker_id=self.id,
             storage=self.storage,
-            clock=deps.clock,
             events=deps.events,
             outcomes=outcomes,
             pipeline=self.pipeline,
@@ -202,7 +201,7 @@ class Worker:
             hard_stop.set()
         if not stopping.is_set():
             self.stop_reason = reason
-            self.stopped_at = time.monotonic()
+            self.stopped_at = REAL.monotonic()
         stopping.set()
         if not graceful:
             hard_stop.set()
@@ -213,7 +212,7 @@ class Worker:
         """Run until stopped (or, with burst, until the queues are empty). Returns the number of
         attempts this worker ran (their outcomes persisted; `tally` says how each ended)."""
         with stop_on_signals(self, self.install_signals):
-            started = time.monotonic()
+            started = REAL.monotonic()
             self._start()
             reason = self.claimer.run(started)
             while reason == BURST_EMPTY and self._rescued_before_leaving():
@@ -233,8 +232,8 @@ class Worker:
         if self.deps.clock.fixed_now() is not None:
             return False
         rescued = keeper.rescued
-        deadline = time.monotonic() + 2 * self.lease
-        while not stopping.is_set() and time.monotonic() < deadline:
+        deadline = REAL.monotonic() + 2 * self.lease
+        while not stopping.is_set() and REAL.monotonic() < deadline:
             if keeper.rescued != rescued:
                 return True
             if keeper.passes and not keeper.watching():
@@ -342,8 +341,8 @@ class Worker:
         # empty), not only those running: an executor may have just taken a job and not
         # registered it yet. A timed-out job was already finished and is not waited for.
         hard_stop = self.flags.hard_stop
-        deadline = time.monotonic() + self.grace
-        while not hard_stop.is_set() and time.monotonic() < deadline:
+        deadline = REAL.monotonic() + self.grace
+        while not hard_stop.is_set() and REAL.monotonic() < deadline:
             if self.pipeline.taken() <= 0:
                 break
             hard_stop.wait(0.02)

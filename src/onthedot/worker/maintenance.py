@@ -1,24 +1,25 @@
 """Keeping a worker alive and its database tidy: the keeper thread heartbeats (extends the leases
 of held jobs, reads cancel requests), enforces timeouts, rescues jobs of dead workers, prunes,
-and re-reads the paused queues, each on its own interval. `DatabaseBackoff` is how every worker
+and re-reads the paused queues, each a service with its own interval and error handling
+(`worker/services.py`). `DatabaseBackoff` is how every worker
 thread waits out database trouble."""
 
 from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
 
-from onthedot.clock import Clock, lease_clock
-from onthedot.domain.errors import DatabaseUnavailable, OnthedotError
+from onthedot.clock import REAL, Clock, backoff_delay, lease_clock
+from onthedot.domain.errors import DatabaseUnavailable
 from onthedot.domain.rescue import LeaseWatch
 from onthedot.domain.retention import Retention
 from onthedot.observability.events import DatabaseError, EventBus, JobRescued, WorkerHeartbeat
 from onthedot.pruning import PrunePass
 from onthedot.storage.interface import Storage
+from onthedot.worker.services import Service
 from onthedot.worker.state import Flags, Pipeline, RunningJobs
 
 log = logging.getLogger("onthedot.worker")
@@ -36,19 +37,21 @@ PAUSED_EVERY = 2.0  # seconds between reads of the paused queues
 # at most this many seconds after a start (one batched write for all the starts meanwhile).
 START_REPORT = 1.0
 HOLD_LIMIT = 5.0  # seconds a prefetched job may wait in the buffer before it is given back
+TURN = 0.05  # seconds between the keeper's passes over its services
 WATCH_LIMIT = 10000  # leases read per rescue pass (the soonest ending first)
 
 
 class DatabaseBackoff:
-    """Report a database error (a DatabaseError event) and wait before the next try, with
-    exponential backoff bounded at 10 s; the wait ends early when the worker stops."""
+    """Report a database error (a DatabaseError event) and wait before the next try
+    (`clock.backoff_delay`: exponential, bounded at 10 s); the wait ends early when the worker
+    stops."""
 
     def __init__(self, events: EventBus, flags: Flags) -> None:
         self.events = events
         self.flags = flags
 
     def error(self, where: str, exc: BaseException, errors: int, wait: bool = True) -> None:
-        delay = min(0.1 * 2 ** min(errors, 10), 10.0)
+        delay = backoff_delay(errors)
         self.events.emit(DatabaseError(where=where, error=str(exc), retry_in=delay))
         if wait:
             # The claimer gives up at a graceful stop; persisting outcomes only at a hard one.
@@ -66,11 +69,24 @@ class DatabaseBackoff:
                 if self.flags.stopping.is_set():
                     raise
                 self.error(where, exc, errors, wait=False)
-                self.flags.stopping.wait(min(0.1 * 2 ** min(errors, 10), 10.0))
+                self.flags.stopping.wait(backoff_delay(errors))
 
 
 class Keeper:
-    """The keeper thread's loop (`run`), until `flags.keeper_stop` is set."""
+    """The keeper thread's loop (`run`), until `flags.keeper_stop` is set: small services
+    (`worker/services.py`), each on its own schedule with its own error handling:
+
+    - timeouts: every turn (0.05 s); no database;
+    - heartbeat: every lease / 3, or 1 s after a job started; after a database error, a
+      growing pause (at most its interval), and the rescue waits a lease more;
+    - rescue: when the next watched lease is due, at most every lease / 2; after an error, a
+      growing pause and a lease;
+    - prune: every 60 s (a step every 0.05 s while a pass lasts); after an error, backoff;
+    - paused queues: every 2 s, retried 2 s after an error;
+    - give back (unproven and stale prefetched jobs): every turn; after an error, backoff.
+
+    Their schedules run on `clock.monotonic()` (a test's ManualClock moves them); a job's
+    timeout and a prefetched job's wait are real seconds (`clock.REAL`)."""
 
     def __init__(
         self,
@@ -112,47 +128,83 @@ class Keeper:
         self.watch = LeaseWatch(lease)
         self.passes = 0  # rescue turns taken
         self.rescued = 0  # jobs rescued
+        self._last_beat = float("-inf")
+        self.services = self._services()
+
+    def _services(self) -> list[Service]:
+        rescue = Service("rescue", self._rescue_turn, self._rescue_after_error)
+
+        def heartbeat_failed(errors: int) -> float:
+            # The leases that run out while the database is away are those of live workers
+            # too, which renew them within a heartbeat interval once it is back: no rescue
+            # before a lease after that.
+            pause = self._beat_after_error(errors)
+            rescue.defer(self.clock.monotonic() + pause + self.lease)
+            return pause
+
+        def timeouts(now: float) -> float:
+            self.enforce_timeouts(REAL.monotonic())
+            return 0.0
+
+        def paused(now: float) -> float:
+            self.refresh_paused(now)
+            return 0.0
+
+        def give_back(now: float) -> float:
+            self.give_back_unproven()
+            self.give_back_stale(REAL.monotonic())
+            return 0.0
+
+        return [
+            Service("timeouts", timeouts),
+            Service(
+                "heartbeat",
+                self._heartbeat_turn,
+                heartbeat_failed,
+                ready=lambda now: (
+                    bool(self.running.new_since_report) and now >= self._last_beat + START_REPORT
+                ),
+            ),
+            rescue,
+            Service("prune", self._prune_turn, due=self.clock.monotonic() + 5.0),
+            Service("paused queues", paused, lambda errors: PAUSED_EVERY),
+            Service("give back", give_back),
+        ]
 
     def run(self) -> None:
-        next_beat = 0.0
-        last_beat = 0.0
-        next_rescue = 0.0
-        next_prune = time.monotonic() + 5.0
-        errors = 0
         stop = self.flags.keeper_stop
         while not stop.is_set():
-            now = time.monotonic()
-            self.enforce_timeouts(now)
-            try:
-                if now >= next_beat or (
-                    self.running.new_since_report and now >= last_beat + START_REPORT
-                ):
-                    self.heartbeat()
-                    last_beat = now
-                    next_beat = now + self.heartbeat_every
-                    errors = 0
-                if now >= next_rescue:
-                    next_rescue = now + min(max(self.lease / 2, 0.05), self.rescue())
-                if now >= next_prune:
-                    more = self.prune()
-                    next_prune = now + (PRUNE_PAUSE if more else 60.0)
-                self.refresh_paused(now)
-                self.give_back_unproven()
-                self.give_back_stale(now)
-            except (OnthedotError, OSError) as exc:
-                errors += 1
-                self.backoff.error("heartbeat", exc, errors, wait=False)
-                next_beat, next_rescue = self._after_error(now, errors, next_rescue)
-            stop.wait(0.05)
+            self.turn()
+            stop.wait(TURN)
 
-    def _after_error(self, now: float, errors: int, next_rescue: float) -> tuple[float, float]:
-        """When to try the heartbeat and the rescue again after a database error (an outage,
-        a full disk). The heartbeat: after a growing pause, never longer than its own
-        interval, so that once the database is back every live worker renews its leases
-        within that interval. The rescue: not before a lease after that, since the leases
-        that ran out meanwhile are those of live workers too, which renew them by then."""
-        pause = min(0.1 * 2.0 ** min(errors, 6), 5.0, self.heartbeat_every)
-        return now + pause, max(next_rescue, now + pause + self.lease)
+    def turn(self) -> None:
+        """One pass: every service whose turn is due takes it."""
+        now = self.clock.monotonic()
+        for service in self.services:
+            service.step(now, self._report)
+
+    def _report(self, where: str, exc: BaseException, errors: int) -> None:
+        self.backoff.error(where, exc, errors, wait=False)
+
+    def _heartbeat_turn(self, now: float) -> float:
+        self.heartbeat()
+        self._last_beat = now
+        return self.heartbeat_every
+
+    def _beat_after_error(self, errors: int) -> float:
+        """The heartbeat's pause after a database error (an outage, a full disk): growing,
+        never longer than its own interval, so that once the database is back every live
+        worker renews its leases within that interval."""
+        return min(backoff_delay(errors, cap=5.0), self.heartbeat_every)
+
+    def _rescue_turn(self, now: float) -> float:
+        return min(max(self.lease / 2, 0.05), self.rescue())
+
+    def _rescue_after_error(self, errors: int) -> float:
+        return self._beat_after_error(errors) + self.lease
+
+    def _prune_turn(self, now: float) -> float:
+        return PRUNE_PAUSE if self.prune() else 60.0
 
     def heartbeat(self) -> None:
         held = self.pipeline.held_ids()
@@ -227,15 +279,16 @@ class Keeper:
         if self._pass is None:
             if not self.storage.acquire_maintenance("prune", PRUNE_EVERY, self.worker_id):
                 return False
+            # The keeper's clock decides (a test may give it another than its storage's).
             now = self.clock.fixed_now() or self.storage.db_now()
             self._pass = PrunePass(self.storage, self.retention, now)
-            self._renewed = time.monotonic()
+            self._renewed = self.clock.monotonic()
         p = self._pass
         if p.step(self.prune_step):
-            if time.monotonic() - self._renewed > PRUNE_EVERY / 5:
+            if self.clock.monotonic() - self._renewed > PRUNE_EVERY / 5:
                 # Still at it: keep the turn, so no other worker starts a pass beside this one.
                 self.storage.acquire_maintenance("prune", 0, self.worker_id)
-                self._renewed = time.monotonic()
+                self._renewed = self.clock.monotonic()
             return True
         self._pass = None
         # Slot history and removed ledger rows are kept as long as the longest-kept job (every

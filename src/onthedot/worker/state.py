@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import queue as queue_mod
 import threading
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import Enum
 
-from onthedot.clock import lease_clock
+from onthedot.clock import REAL, lease_clock
 from onthedot.domain.jobs import ClaimedJob, Outcome
 from onthedot.worker.leases import HeldLeases
 from onthedot.worker.sizing import ClaimSizing
@@ -156,7 +155,7 @@ class Pipeline:
         with self.cond:
             self.alone = alone
             self.buffer.extend(jobs)
-            now = time.monotonic()
+            now = REAL.monotonic()  # how long it waits in the buffer: real seconds
             self.claimed_at.update((j.id, now) for j in jobs)
             self.held.add((j.id for j in jobs), lease_clock() if sent is None else sent)
             self.inflight += len(jobs)

@@ -29,12 +29,12 @@ import logging
 import os
 import select
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
 
+from onthedot.clock import REAL, backoff_delay
 from onthedot.observability.events import Event, WorkerProcessKilled, WorkerProcessRestarted
 from onthedot.worker.channel import Message, parse
 from onthedot.worker.children import Child
@@ -65,7 +65,7 @@ class Slot:
     started: float = 0.0  # monotonic
     working: bool = False  # the child said `started`: a death from now on is a crash
     restart_at: float | None = None  # monotonic: when to start it again
-    backoff: float = BACKOFF_FIRST
+    quick_exits: int = 0  # exits in a row before a steady run: the restart backoff's count
     failed_starts: int = 0
     restarts: int = 0
     done: bool = False
@@ -105,7 +105,7 @@ class Supervisor:
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._read_fd, False)
         previous = self._install_signals()
-        self._loop_at = time.monotonic()
+        self._loop_at = REAL.monotonic()
         try:
             self.slots = [Slot(i) for i in range(self.processes)]
             for slot in self.slots:
@@ -138,7 +138,7 @@ class Supervisor:
         """Why the tree is not live (for /healthz), or None."""
         if self.failure:
             return f"stopping: {self.failure}"
-        now = time.monotonic()
+        now = REAL.monotonic()
         for slot in self.slots:
             if slot.done:
                 continue
@@ -168,13 +168,13 @@ class Supervisor:
         if self.endpoint is not None:
             close.append(self.endpoint.fileno())
         slot.child = self.start(slot.index, self._write_fd, close)
-        slot.started = time.monotonic()
+        slot.started = REAL.monotonic()
         slot.working = False
         slot.restart_at = None
         slot.watch = ChildWatch(since=slot.started)
 
     def _step(self) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         stopping = self._stopping or bool(self._signals)
         for slot in self.slots:
             if slot.done:
@@ -210,12 +210,13 @@ class Supervisor:
                 )
                 return
         elif now - slot.started >= STEADY:
-            slot.backoff = BACKOFF_FIRST
+            slot.quick_exits = 0
         self.restarts += 1
         slot.restarts += 1
-        self.emit(WorkerProcessRestarted(process=slot.index, exit=how, delay=slot.backoff))
-        slot.restart_at = now + slot.backoff
-        slot.backoff = min(slot.backoff * 2, BACKOFF_CAP)
+        delay = backoff_delay(slot.quick_exits, first=BACKOFF_FIRST, cap=BACKOFF_CAP)
+        self.emit(WorkerProcessRestarted(process=slot.index, exit=how, delay=delay))
+        slot.restart_at = now + delay
+        slot.quick_exits += 1
 
     def _fail(self, line: str) -> None:
         """Stop the tree: an error no restart fixes. The first reason is the one reported."""
@@ -236,7 +237,7 @@ class Supervisor:
                 self._heard(self.slots[message.index], message)
 
     def _heard(self, slot: Slot, message: Message) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         kind, fields = message.kind, message.fields
         slot.watch.beat(now)
         if kind == "started":
@@ -253,7 +254,7 @@ class Supervisor:
 
     # -- the watchdog ---------------------------------------------------------------------
     def _check_watch(self) -> None:
-        now = time.monotonic()
+        now = REAL.monotonic()
         if now - self._loop_at > 1.0:
             # The supervisor itself did not run (stopped, starved): it cannot tell who was
             # silent, so every child gets a fresh start.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from onthedot.domain.jobs import NewJob
+from onthedot.steps import Steps, arun, run
 from onthedot.storage.interface import CallerConnection
 from onthedot.storage.sqlfile import load_queries
 
@@ -39,43 +40,52 @@ def job_params(job: NewJob, now: datetime | None) -> tuple[object, ...]:
     )
 
 
-def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime | None) -> list[int]:
+# A statement to run and whether to prepare it; the answer is its first row (None: no row).
+Statement = tuple[str, Sequence[Any] | Mapping[str, Any], bool | None]
+Row = tuple[Any, ...] | None
+
+
+def _enqueue_steps(
+    jobs: Sequence[NewJob], now: datetime | None
+) -> Steps[Statement, Row, list[int]]:
     """Insert jobs one statement each (prepared); a taken unique_key yields the holder's id."""
     ids: list[int] = []
-    with conn.cursor(row_factory=tuple_row) as cur:  # the caller's connection may use dict_row
-        for job in jobs:
-            params = job_params(job, now)
-            for _ in range(5):
-                cur.execute(Q["enqueue_one"], params, prepare=True)
-                row = cur.fetchone()
-                if row is None and job.unique_key is not None:
-                    cur.execute(Q["find_unique"], {"unique_key": job.unique_key})
-                    row = cur.fetchone()
-                if row is not None:
-                    ids.append(int(row[0]))
-                    break
-            else:  # pragma: no cover - only under extreme churn of one key
-                raise RuntimeError(f"could not enqueue job with unique_key {job.unique_key!r}")
+    for job in jobs:
+        params = job_params(job, now)
+        for _ in range(5):
+            row = yield Q["enqueue_one"], params, True
+            if row is None and job.unique_key is not None:
+                row = yield Q["find_unique"], {"unique_key": job.unique_key}, None
+            if row is not None:
+                ids.append(int(row[0]))
+                break
+        else:  # pragma: no cover - only under extreme churn of one key
+            raise RuntimeError(f"could not enqueue job with unique_key {job.unique_key!r}")
     return ids
+
+
+def enqueue_rows(conn: CallerConnection, jobs: Sequence[NewJob], now: datetime | None) -> list[int]:
+    """Insert jobs one statement each (prepared); a taken unique_key yields the holder's id."""
+    with conn.cursor(row_factory=tuple_row) as cur:  # the caller's connection may use dict_row
+
+        def execute(statement: Statement) -> Row:
+            query, params, prepare = statement
+            cur.execute(query, params, prepare=prepare)
+            row: Row = cur.fetchone()
+            return row
+
+        return run(_enqueue_steps(jobs, now), execute)
 
 
 async def aenqueue_rows(
     conn: psycopg.AsyncConnection[Any], jobs: Sequence[NewJob], now: datetime | None
 ) -> list[int]:
     """`enqueue_rows` inside the caller's async transaction (a psycopg AsyncConnection)."""
-    ids: list[int] = []
     async with conn.cursor(row_factory=tuple_row) as cur:
-        for job in jobs:
-            params = job_params(job, now)
-            for _ in range(5):
-                await cur.execute(Q["enqueue_one"], params, prepare=True)
-                row = await cur.fetchone()
-                if row is None and job.unique_key is not None:
-                    await cur.execute(Q["find_unique"], {"unique_key": job.unique_key})
-                    row = await cur.fetchone()
-                if row is not None:
-                    ids.append(int(row[0]))
-                    break
-            else:  # pragma: no cover - only under extreme churn of one key
-                raise RuntimeError(f"could not enqueue job with unique_key {job.unique_key!r}")
-    return ids
+
+        async def execute(statement: Statement) -> Row:
+            query, params, prepare = statement
+            await cur.execute(query, params, prepare=prepare)
+            return await cur.fetchone()
+
+        return await arun(_enqueue_steps(jobs, now), execute)

@@ -271,6 +271,10 @@ class PostgresStorage(SqlStorage):
             raise self._refused(exc) from None  # libpq's text may quote the URL: not chained
 
     def db_now(self) -> datetime:
+        """The storage's now: its clock's fixed time (a ManualClock's), else the server's."""
+        fixed = self._fixed()
+        if fixed is not None:
+            return fixed
         with self._read() as conn:
             row = conn.execute(Q["db_now"]).fetchone()
         assert row is not None

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from onthedot.clock import backoff_delay
 from onthedot.storage.wakeup import Wakeup
 
 log = logging.getLogger("onthedot.worker")
@@ -52,7 +53,7 @@ class PostgresWakeup(Wakeup):
         threading.Thread(target=self._connect, name="onthedot-listen", daemon=True).start()
 
     def _connect(self) -> None:
-        delay = 0.5
+        failures = 0
         while not self._stopped.is_set():
             conn = None
             try:
@@ -62,9 +63,10 @@ class PostgresWakeup(Wakeup):
                 _close(conn)
                 if self._stopped.is_set():
                     break
+                delay = backoff_delay(failures, first=0.5, cap=10.0)
+                failures += 1
                 log.warning("LISTEN connection failed (%s); retrying in %.1fs", exc, delay)
                 self._stopped.wait(delay)
-                delay = min(delay * 2, 10.0)
                 continue
             with self._lock:
                 self._connecting = False

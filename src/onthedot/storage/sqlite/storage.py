@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, Self
 
-from onthedot.clock import Clock, SystemClock
+from onthedot.clock import Clock, SystemClock, backoff_delay
 from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
@@ -216,7 +216,7 @@ class SqliteStorage(SqlStorage):
         locked or busy, for up to `seconds`; the error is raised when that time is up, and at
         once if it is another."""
         deadline = time.monotonic() + seconds
-        delay = 0.005
+        tries = 0
         while True:
             try:
                 conn.execute(sql)
@@ -224,8 +224,8 @@ class SqliteStorage(SqlStorage):
             except sqlite3.OperationalError as exc:
                 if not _locked(exc) or time.monotonic() > deadline:
                     raise
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.2)
+            time.sleep(backoff_delay(tries, first=0.005, cap=0.2) * (1 + random.random()))
+            tries += 1
 
     def _ensure_schema(self) -> None:
         if self.auto_migrate:
@@ -248,7 +248,9 @@ class SqliteStorage(SqlStorage):
             conn.execute("SELECT 1")
 
     def db_now(self) -> datetime:
-        return from_ts(time.time())
+        """The storage's now: its clock's fixed time (a ManualClock's), else the database's
+        (on SQLite, this process's wall clock, as every SQLite verb uses)."""
+        return self._fixed() or from_ts(time.time())
 
     # -- schema -------------------------------------------------------------------------------
     def migrate(self, *, first_use: bool = False) -> list[int]:
