@@ -19,9 +19,9 @@ from onthedot.domain.limits import (
     check_name,
     parse_rate,
     rate_text,
-    shown,
     split_key,
 )
+from onthedot.limits_held import read_holds
 from onthedot.schedules.audit import AuditTrail, check_operator_text
 
 if TYPE_CHECKING:
@@ -235,36 +235,5 @@ class Limits:
             lines.append(f"no live worker serves queue {queue!r}")
         elif not any(queue in w.queues and (not w.jobs or name in w.jobs) for w in live):
             lines.append(f"no live worker serving queue {queue!r} knows job {name!r}")
-        lines += self.holds(lkeys)
+        lines += read_holds(storage, lkeys)
         return lines or ["nothing holds it: a worker should claim it at its next claim"]
-
-    def holds(self, lkeys: Sequence[str]) -> list[str]:
-        """What of these limit keys holds a job back now, one line each ("" if nothing)."""
-        if not lkeys:
-            return []
-        storage = self._storage()
-        rows = {r.effective.name: r.effective for r in storage.list_limits()}
-        loads = {k.lkey: k for k in storage.limit_loads(lkeys)}
-        lines = []
-        for lkey in lkeys:
-            name, _ = split_key(lkey)
-            setting = rows.get(name)
-            if setting is None:
-                lines.append(
-                    f"limit {shown(lkey)} is not registered yet: a worker that knows the job "
-                    "records it at its start"
-                )
-                continue
-            load = loads.get(lkey) or KeyLoad(lkey, 0, 0, None)
-            if setting.concurrency is not None and load.running >= setting.concurrency:
-                lines.append(
-                    f"limit {shown(lkey)} at {load.running}/{setting.concurrency} running; "
-                    "next start when one of them ends"
-                )
-            elif setting.rate is not None and load.tokens is not None and load.tokens < 1:
-                wait = (1.0 - load.tokens) / setting.rate
-                lines.append(
-                    f"limit {shown(lkey)} at its rate {rate_text(setting.rate)}; "
-                    f"next start allowed in {wait:.1f} s"
-                )
-        return lines

@@ -169,6 +169,31 @@ def test_late_behind_a_backlog_gives_the_oldest_ready_age(make_app: MakeApp) -> 
     assert "the oldest ready for 41s" in problem.detail
 
 
+def test_late_held_by_a_saturated_limit_names_the_limit_and_its_key(make_app: MakeApp) -> None:
+    app, seen = build(make_app, spec="none")
+    app.limit("stripe", concurrency=2, key="customer_id")
+
+    @app.job(name="charge", limits=["stripe"])
+    def charge(customer_id: int, cents: int) -> None: ...
+
+    app.schedule("k", "every 60s", charge, [42, 100], grace="10s")
+    app.limits.sync()
+    tick(app)
+    live(app, jobs=("charge",))
+    for _ in range(2):  # two charges of customer 42 running: its key is at 2/2
+        charge.enqueue(42, 5)
+    assert len(app.storage.claim_limited("w1", "default", 5, 300)) == 2
+    tick(app, T0 + 60 * S)
+    live(app, jobs=("charge",))
+    (problem,) = check_health(app, T0 + 71 * S)
+    assert (problem.kind, problem.cause) == (ProblemKind.LATE, "held_by_limit")
+    assert problem.detail == (
+        "held by a limit: limit stripe (customer_id=42) at 2/2 running; "
+        "next start when one of them ends"
+    )
+    assert [type(e).__name__ for e in seen] == ["ScheduleLate"]
+
+
 def test_late_while_paused_names_who_and_until_when(make_app: MakeApp) -> None:
     app, _ = build(make_app)
     live(app)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from onthedot.domain.limits import LimitSetting
 from onthedot.storage.postgres.storage import PostgresStorage
 from onthedot.storage.sqlfile import load_queries
 from tests.storage.contract.conftest import at, new_job
@@ -123,3 +124,35 @@ def test_the_lock_checks_planned_on_an_empty_table_probe_their_indexes(
     assert _claim_pages(s) <= MOST_PAGES
     claimed = s.at(at(21)).claim_jobs("w", "default", 10, 30)
     assert sorted(j.name for j in claimed) == ["due", "locked"]  # one job per lock key
+
+
+def test_the_limited_claim_planned_on_an_empty_table_does_not_walk_a_limited_backlog(
+    one_connection: PostgresStorage, pg_url: str
+) -> None:
+    """The limited claim's gather (onthedot_limit_gather) keeps generic plans: made while the
+    table looked empty, its loose scan of the home keys took each key as an aggregate over
+    every queued job of the queue and the "has a due job" probe as a hash over them all, so a
+    claim read the whole limited backlog (5 ms a claim at 20k jobs, docs/benchmarks.md). Since
+    migration 0011 each step is one index descent, whatever the estimates."""
+    s = one_connection
+    _claims_on_an_empty_table(s, pg_url)
+    s.sync_limits([LimitSetting("lim", 1000, None, None)])
+    for i in range(6):  # the gather's plans are made here, on the empty table
+        s.at(at(i)).enqueue([new_job("limited", limit_key="lim|k=A", limits='["lim|k=A"]')])
+        assert len(s.at(at(i)).claim_limited("w", "default", 4, 30)) == 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # no ANALYZE after it
+        conn.execute(
+            "INSERT INTO onthedot_jobs (name, queue, run_at, created_at, limit_key, limits)"
+            " SELECT 'limited', 'default', %s, %s, 'lim|k=' || (g %% 3), "
+            " '[\"lim|k=' || (g %% 3) || '\"]' FROM generate_series(1, 20000) AS g",
+            (at(0), at(0)),
+        )
+    params = {"queue": "default", "now": at(30), "limit": 10, "any_name": True, "names": []}
+    with s._read() as conn:
+        conn.autocommit = False
+        try:
+            pages = pages_on(conn, Q["limit_gather"], params)
+        finally:
+            conn.autocommit = True
+    assert pages <= MOST_PAGES, pages
+    assert len(s.at(at(31)).claim_limited("w", "default", 10, 30)) == 10

@@ -268,3 +268,34 @@ def rate_text(per_second: float | None) -> str:
         if abs(n - round(n)) < 1e-9 and round(n) >= 1:
             return f"{round(n)}/{unit}"
     return f"{per_second * 3600:g}/h"
+
+
+def holds(
+    lkeys: Sequence[str], settings: Mapping[str, LimitSetting], loads: Mapping[str, KeyLoad]
+) -> list[str]:
+    """What of a queued job's limit keys holds it back, one line each (none: nothing does).
+    `settings`: the registered limits by name (in force); `loads`: the keys' loads by key.
+    The one rule `onthedot jobs explain` and schedule health (cause held_by_limit) tell."""
+    lines = []
+    for lkey in lkeys:
+        name, _ = split_key(lkey)
+        setting = settings.get(name)
+        if setting is None:
+            lines.append(
+                f"limit {shown(lkey)} is not registered yet: a worker that knows the job "
+                "records it at its start"
+            )
+            continue
+        load = loads.get(lkey) or KeyLoad(lkey, 0, 0, None)
+        if setting.concurrency is not None and load.running >= setting.concurrency:
+            lines.append(
+                f"limit {shown(lkey)} at {load.running}/{setting.concurrency} running; "
+                "next start when one of them ends"
+            )
+        elif setting.rate is not None and load.tokens is not None and load.tokens < 1:
+            wait = (1.0 - load.tokens) / setting.rate
+            lines.append(
+                f"limit {shown(lkey)} at its rate {rate_text(setting.rate)}; "
+                f"next start allowed in {wait:.1f} s"
+            )
+    return lines

@@ -7,7 +7,7 @@ which emits its event (and queues its webhook alert)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -28,6 +28,7 @@ from onthedot.domain.watch import (
     WatchFacts,
     WatchResult,
 )
+from onthedot.limits_held import read_holds
 from onthedot.observability.events import (
     Event,
     EventBus,
@@ -127,7 +128,35 @@ def read_fleet(storage: Storage, lease: float) -> Fleet:
         lease=lease,
         paused_queues=frozenset(q.queue for q in stats if q.paused),
         ready={q.queue: (q.ready, q.oldest_ready_age) for q in stats},
+        held=HeldByLimits(storage),
     )
+
+
+class HeldByLimits(Mapping[int, str]):
+    """`Fleet.held` read on demand: what limits hold a queued job, asked only of the jobs
+    health explains (a saturated key may have a million waiting: they are never listed).
+    The rule is the one `onthedot jobs explain` tells (`read_holds`)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._seen: dict[int, str | None] = {}
+
+    def __getitem__(self, job_id: int) -> str:
+        if job_id not in self._seen:
+            found = self._storage.job_limits(job_id)
+            queued = found is not None and found[0] == "queued"
+            lines = read_holds(self._storage, found[4]) if found is not None and queued else []
+            self._seen[job_id] = "; ".join(lines) or None
+        held = self._seen[job_id]
+        if held is None:
+            raise KeyError(job_id)
+        return held
+
+    def __iter__(self) -> Iterator[int]:
+        return (job_id for job_id, held in self._seen.items() if held is not None)
+
+    def __len__(self) -> int:
+        return sum(held is not None for held in self._seen.values())
 
 
 class HealthWatcher:

@@ -80,6 +80,12 @@ def test_every_limit_of_a_job_must_allow_it(storage: Storage) -> None:
     ids = s.enqueue([limited("x", f"own|k={i}", "shared|") for i in range(3)])
     claimed = [c.id for c in s.claim_limited("w", "default", 10, 30)]
     assert len(claimed) == 1 and claimed[0] in ids
+    # The running job counts against the key it is not at home in, in the next claims too.
+    assert s.claim_limited("w", "default", 10, 30) == []
+    (load,) = storage.limit_loads(["shared|"])
+    assert load.running == 1
+    assert storage.at(at(1)).finish_jobs("w", [succeed(claimed[0])]) == 1
+    assert len(storage.at(at(1)).claim_limited("w", "default", 10, 30)) == 1
 
 
 def test_an_unregistered_limit_holds_its_jobs(storage: Storage) -> None:

@@ -994,8 +994,9 @@ SELECT state, queue, name,
 FROM onthedot_jobs WHERE id = %(id)s;
 
 -- name: limit_gather
--- The limited claim's reads in one call (migration 0010's onthedot_limit_gather); SQLite runs
--- limit_candidates, limit_jobs, limit_ensure, limit_state and limit_running instead.
+-- The limited claim's reads in one call (onthedot_limit_gather: migration 0010, its plans
+-- 0011); SQLite runs limit_candidates, limit_jobs, limit_ensure, limit_state and
+-- limit_running instead.
 SELECT onthedot_limit_gather(%(queue)s::text, %(now)s::timestamptz, %(limit)s::integer,
                              %(any_name)s::boolean, %(names)s::text[]);
 

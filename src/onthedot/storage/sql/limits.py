@@ -81,7 +81,8 @@ class LimitVerbs(SqlBase):
                 return None
             by_home: dict[int, list[tuple[int, list[str]]]] = {}
             for order, job_id, keys in data["jobs"]:
-                by_home.setdefault(int(order), []).append((int(job_id), list(json.loads(keys))))
+                found = keys if isinstance(keys, list) else json.loads(keys)  # 0011: a list
+                by_home.setdefault(int(order), []).append((int(job_id), list(found)))
             states = {r[0]: KeyState(r[0], bool(r[1]), r[2], int(r[4]), r[3]) for r in data["keys"]}
             return [by_home[o] for o in sorted(by_home)], states
         homes = [r[0] for r in self._run(conn, "limit_candidates", base).fetchall()]
