@@ -99,6 +99,8 @@ def pgq_drain(p: dict[str, Any]) -> dict[str, Any]:
     from pgqueuer.queries import Queries
     from pgqueuer.types import QueueExecutionMode
 
+    cap = None if p["slots"] == SLOTS else p["slots"]
+
     async def main() -> None:
         conn = await asyncpg.connect(p["url"])
         qm = QueueManager(Queries.from_asyncpg_connection(conn))
@@ -111,10 +113,12 @@ def pgq_drain(p: dict[str, Any]) -> dict[str, Any]:
 
             qm.entrypoint(name, concurrency_limit=limit)(run)
         await qm.run(
-            batch_size=10,
+            # the drain: its benchmark's default batch and no cap; the slots of the concurrency
+            # cell: a cap (which must be at least twice the batch)
+            batch_size=10 if cap is None else cap // 2,
             mode=QueueExecutionMode.drain,
             dequeue_timeout=timedelta(seconds=1),
-            max_concurrent_tasks=p["slots"],
+            max_concurrent_tasks=cap,
         )
         await conn.close()
 
