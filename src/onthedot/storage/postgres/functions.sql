@@ -7,7 +7,9 @@
 -- function is read and changed. To change a function: edit it here and add a migration (its
 -- number tells workers that the schema moved on; it may hold only a comment naming the
 -- change, or what the new body needs, such as a column or an index). A function whose
--- argument list changes needs its old signature dropped in that migration.
+-- argument list changes needs its old signature dropped in that migration. A function's
+-- settings (SET name = value) are written in its CREATE here, never in an ALTER FUNCTION: a
+-- CREATE OR REPLACE resets the settings it does not name.
 
 -- onthedot_notify_jobs: last changed by migration 0001_initial.sql.
 -- Wake idle workers once per statement (not per row), naming each queue that got ready work.
@@ -76,8 +78,10 @@ $$;
 
 -- onthedot_queue_priorities: last changed by migration 0010_limits.sql.
 -- The priorities of a queue's unlimited ready jobs (the ready index now holds only those).
+-- No sequential scan, whatever the statistics (migration 0006 set it with ALTER FUNCTION; a
+-- CREATE OR REPLACE resets what its own SET clauses do not name, so it is written here).
 CREATE OR REPLACE FUNCTION onthedot_queue_priorities(for_queue text) RETURNS SETOF integer
-LANGUAGE plpgsql STABLE ROWS 2 AS $$
+LANGUAGE plpgsql STABLE ROWS 2 SET enable_seqscan = off AS $$
 DECLARE
     p integer;
 BEGIN
