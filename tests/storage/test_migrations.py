@@ -305,3 +305,66 @@ def test_queue_counts_are_filled_from_jobs_made_before_them(
     check(bare, at(61))
     bare.at(at(3)).enqueue([new_job("a", queue="q1")])  # and kept from then on
     check(bare, at(3))
+
+
+def _function_bodies(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """Each onthedot function of the test's schema: its body as PostgreSQL keeps it."""
+    rows = conn.execute(
+        "SELECT p.proname, p.prosrc FROM pg_proc p"
+        " WHERE p.proname LIKE 'onthedot\\_%%' AND p.pronamespace = current_schema()::regnamespace"
+    ).fetchall()
+    return {name: body for name, body in rows}
+
+
+def _function_settings(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
+    rows = conn.execute(
+        "SELECT p.proname, p.proconfig FROM pg_proc p"
+        " WHERE p.proname LIKE 'onthedot\\_%%' AND p.proconfig IS NOT NULL"
+        " AND p.pronamespace = current_schema()::regnamespace"
+    ).fetchall()
+    return {name: list(config) for name, config in rows}
+
+
+def test_functions_sql_holds_every_function_and_migrate_reapplies_it(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PostgreSQL function bodies are read and changed in one file (functions.sql), which
+    every migrate re-applies: a function changed by hand (or left behind by an older migration)
+    is back to the file's body after `migrate`, even with no migration left to apply, and with
+    the settings the migrations gave it (a CREATE OR REPLACE resets the ones it does not name)."""
+    import re
+
+    from onthedot.storage.postgres import storage as pg_module
+    from onthedot.storage.sqlfile import load_functions
+
+    text = load_functions("postgres")
+    written = dict(re.findall(r"FUNCTION (\w+)\(.*?AS \$\$(.*?)\$\$;", text, re.S))
+    migrations = "\n".join(sql for _, _, sql in load_migrations("postgres"))
+    # Every function a migration ever made is in the file.
+    assert set(re.findall(r"FUNCTION (\w+)\(", migrations)) == set(written)
+    with monkeypatch.context() as patched:  # the migrations alone, as they were written
+        patched.setattr(pg_module, "load_functions", lambda backend: "SELECT 1")
+        bare = open_storage(pg_url, auto_migrate=False)
+        try:
+            bare.migrate()
+        finally:
+            bare.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        settings = _function_settings(conn)
+    assert settings["onthedot_queue_priorities"] == ["enable_seqscan=off"]  # migration 0006's
+    app = App(pg_url, log_events=False)
+    try:
+        assert app.migrate() == []  # nothing left to apply: functions.sql alone
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            assert _function_bodies(conn) == written
+            assert _function_settings(conn) == settings
+            conn.execute(
+                "CREATE OR REPLACE FUNCTION onthedot_notify_jobs() RETURNS trigger"
+                " LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"
+            )
+            assert _function_bodies(conn)["onthedot_notify_jobs"] != written["onthedot_notify_jobs"]
+        assert app.migrate() == []
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            assert _function_bodies(conn) == written  # before: the hand-made body stayed
+    finally:
+        app.close()

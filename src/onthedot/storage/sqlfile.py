@@ -36,3 +36,11 @@ def load_migrations(backend: str) -> tuple[tuple[int, str, str], ...]:
     if versions != list(range(1, len(versions) + 1)):
         raise RuntimeError(f"{backend} migrations are not numbered 1..n: {versions}")
     return tuple(found)
+
+
+@cache
+def load_functions(backend: str) -> str:
+    """The current body of every function of a backend (`storage/<backend>/functions.sql`),
+    re-applied by each migrate once the schema is at its latest version."""
+    folder = resources.files("onthedot.storage").joinpath(backend)
+    return folder.joinpath("functions.sql").read_text("utf-8")
