@@ -17,6 +17,7 @@ MODULES = {
     "pgqueuer": "bench.peers.pgq_cells",
     "procrastinate": "bench.peers.procrastinate_cells",
     "celery": "bench.peers.celery_cells",
+    "limits": "bench.limits_peers",
 }
 
 

@@ -2,6 +2,9 @@
 saturated key's backlog, and the idle latency of a limited job with free capacity.
 
     python -m bench.limits [--jobs 20000] [--backlog 1000000] [--samples 200] [--rounds 3]
+    python -m bench.limits --peers [--jobs N] [--rounds N] [--limited 300] [--rate 50] [--ms 20]
+
+(`--peers`: the same beside PgQueuer and Celery, bench/limits_peers.py.)
 
 PostgreSQL (`$BENCH_PG`, a database of its own, `bench_limits$BENCH_DB_SUFFIX`, dropped and
 created); every figure comes from one in-process worker (threads, `-c 8`), the same for the
@@ -153,7 +156,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="drain,fairness,latency")
+    parser.add_argument("--peers", action="store_true", help="beside PgQueuer and Celery")
+    parser.add_argument("--limited", type=int, default=300)
+    parser.add_argument("--rate", type=int, default=50)
+    parser.add_argument("--ms", type=float, default=20.0)
     a = parser.parse_args()
+    if a.peers:
+        from bench.limits_peers import main as peers
+
+        print(json.dumps(peers(a.jobs, a.limited, a.rate, a.ms, a.rounds), indent=2))
+        return
     url = fresh()
     app = build(url)
     out: dict[str, Any] = {}

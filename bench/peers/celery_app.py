@@ -43,3 +43,21 @@ def cpu(ms: float) -> None:
     mark_first()
     burn(ms)
     mark_last()
+
+
+# bench.limits_peers: the shared job body, with no limit, a generous one, and N/s (per worker
+# process: Celery's rate_limit is not global). Celery has no concurrency limit per key.
+_LIMIT_RATE = os.environ.get("BENCH_LIMIT_RATE", "50") + "/s"
+
+
+def _limited(k: str, ms: float) -> None:
+    from bench.limits_peers import body
+
+    time.sleep(ms / 1000)
+    body(k, ms)
+
+
+lim_free = app.task(name="lim_free")(_limited)
+lim_conc = app.task(name="lim_conc")(_limited)
+lim_generous = app.task(name="lim_generous", rate_limit="100000/s")(_limited)
+lim_rated = app.task(name="lim_rated", rate_limit=_LIMIT_RATE)(_limited)
