@@ -38,6 +38,11 @@ def load_migrations(backend: str) -> tuple[tuple[int, str, str], ...]:
     return tuple(found)
 
 
+def latest_version(backend: str) -> int:
+    """The version a backend's schema has once every migration is applied."""
+    return len(load_migrations(backend))
+
+
 @cache
 def load_functions(backend: str) -> str:
     """The current body of every function of a backend (`storage/<backend>/functions.sql`),

@@ -20,7 +20,6 @@ from onthedot.domain.errors import ConfigurationError, DatabaseUnavailable
 from onthedot.domain.jobs import NewJob
 from onthedot.domain.ledger import DueRow, TickPlan
 from onthedot.redaction import scrub
-from onthedot.storage import sqlfile
 from onthedot.storage.interface import CallerConnection, EnqueuedSlot
 from onthedot.storage.postgres.copy import enqueue_copy
 from onthedot.storage.postgres.dialect import PostgresDialect
@@ -43,7 +42,7 @@ from onthedot.storage.postgres.tick import write_tick
 from onthedot.storage.postgres.wakeup import PostgresWakeup
 from onthedot.storage.sql.core import SqlStorage
 from onthedot.storage.sql.dialect import IDLE_LIMIT, Row
-from onthedot.storage.sqlfile import load_functions, load_migrations
+from onthedot.storage.sqlfile import latest_version, load_functions, load_migrations
 from onthedot.storage.wakeup import Wakeup
 
 # The driver errors `_translate` turns into onthedot's (anything else passes through).
@@ -309,7 +308,7 @@ class PostgresStorage(SqlStorage):
                 )
                 applied.append(version)
                 current = version
-            if current == len(sqlfile.load_migrations("postgres")):
+            if current == latest_version("postgres"):
                 # At the latest schema: every function as functions.sql writes it now (the
                 # migrations hold their history; see that file).
                 conn.execute(load_functions("postgres").encode())
